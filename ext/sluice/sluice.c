@@ -1,0 +1,85 @@
+/*
+ * Sluice::Native — module functions and the extension's entry point.
+ */
+#include "sluice.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+VALUE sluice_mSluice;
+VALUE sluice_mNative;
+VALUE sluice_eConfigurationInvalid;
+VALUE sluice_eMessageInvalid;
+VALUE sluice_eProducerClosed;
+VALUE sluice_eForked;
+
+volatile pid_t sluice_current_pid;
+
+static void sluice_atfork_child(void) { sluice_current_pid = getpid(); }
+
+double sluice_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+int sluice_fd_harden(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
+    fl = fcntl(fd, F_GETFD);
+    if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0) return -1;
+    return 0;
+}
+
+/*
+ * Sluice::Native.error_descriptions -> [[code, name, description], ...]
+ * librdkafka's own table; Ruby turns names into Symbols (:msg_size_too_large).
+ */
+static VALUE native_error_descriptions(VALUE self) {
+    const struct rd_kafka_err_desc *descs;
+    size_t cnt;
+    rd_kafka_get_err_descs(&descs, &cnt);
+    VALUE out = rb_ary_new_capa((long)cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        if (!descs[i].name) continue;
+        rb_ary_push(out, rb_ary_new_from_args(3, INT2FIX(descs[i].code), rb_str_new_cstr(descs[i].name),
+                                              rb_str_new_cstr(descs[i].desc ? descs[i].desc : "")));
+    }
+    return out;
+}
+
+/* Sluice::Native.librdkafka_version -> "2.0.2" */
+static VALUE native_librdkafka_version(VALUE self) { return rb_str_new_cstr(rd_kafka_version_str()); }
+
+static VALUE lookup_error(const char *name) {
+    VALUE errors = rb_const_get(sluice_mSluice, rb_intern("Errors"));
+    return rb_const_get(errors, rb_intern(name));
+}
+
+void Init_sluice_ext(void) {
+    sluice_current_pid = getpid();
+    pthread_atfork(NULL, NULL, sluice_atfork_child);
+
+    sluice_mSluice = rb_define_module("Sluice");
+    sluice_mNative = rb_define_module_under(sluice_mSluice, "Native");
+
+    /* lib/sluice/errors.rb is required before the extension. */
+    sluice_eConfigurationInvalid = lookup_error("ConfigurationInvalidError");
+    sluice_eMessageInvalid = lookup_error("MessageInvalidError");
+    sluice_eProducerClosed = lookup_error("ProducerClosedError");
+    sluice_eForked = lookup_error("ForkedProcessError");
+    rb_gc_register_mark_object(sluice_eConfigurationInvalid);
+    rb_gc_register_mark_object(sluice_eMessageInvalid);
+    rb_gc_register_mark_object(sluice_eProducerClosed);
+    rb_gc_register_mark_object(sluice_eForked);
+
+    rb_define_module_function(sluice_mNative, "error_descriptions", native_error_descriptions, 0);
+    rb_define_module_function(sluice_mNative, "librdkafka_version", native_librdkafka_version, 0);
+
+    sluice_init_client();
+    sluice_init_selector();
+    sluice_init_consumer();
+}

@@ -1,0 +1,22 @@
+# frozen_string_literal: true
+
+require "logger"
+require_relative "sluice/version"
+require_relative "sluice/errors"
+require_relative "sluice/sluice_ext"
+require_relative "sluice/kafka_error"
+require_relative "sluice/config"
+require_relative "sluice/monitor"
+require_relative "sluice/delivery_report"
+require_relative "sluice/delivery_handle"
+require_relative "sluice/delivery_notifier"
+require_relative "sluice/polling/state"
+require_relative "sluice/polling/poller"
+require_relative "sluice/polling/poll_thread"
+require_relative "sluice/producer/partitioner"
+require_relative "sluice/producer/transactions"
+require_relative "sluice/producer"
+
+# Kafka producers over librdkafka, with every producer's events polled from one thread.
+module Sluice
+end

@@ -1,0 +1,51 @@
+# frozen_string_literal: true
+
+module Sluice
+  # Wakes the threads and fibers waiting on one producer's delivery handles.
+  #
+  # One Mutex + ConditionVariable per producer instead of one per handle: the
+  # poller resolves handles in batches and broadcasts once per batch, and only
+  # when someone waits. Both primitives cooperate with a Fiber.scheduler, so a
+  # waiting fiber lets the others run.
+  class DeliveryNotifier
+    attr_reader :max_wait_timeout
+
+    def initialize(max_wait_timeout)
+      @max_wait_timeout = max_wait_timeout
+      @mutex = Mutex.new
+      @resolved = ConditionVariable.new
+      @waiters = 0
+    end
+
+    # Called by the poller after resolving handles. Reading @waiters unlocked is
+    # safe: a waiter counts itself before checking its handle, so it either sees
+    # the resolution or is already waiting when we take the lock to broadcast.
+    def notify
+      return if @waiters.zero?
+
+      @mutex.synchronize { @resolved.broadcast }
+    end
+
+    # Blocks until handle is resolved; returns its report.
+    # @raise [Errors::WaitTimeoutError] after timeout_ms (the handle stays pending)
+    def wait_for(handle, timeout_ms)
+      deadline = now + (timeout_ms / 1000.0)
+      @mutex.synchronize do
+        @waiters += 1
+        while handle.pending?
+          left = deadline - now
+          raise Errors::WaitTimeoutError.new("no delivery report within #{timeout_ms} ms", handle: handle) if left <= 0
+
+          @resolved.wait(@mutex, left)
+        end
+        handle.report
+      ensure
+        @waiters -= 1
+      end
+    end
+
+    private
+
+    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+end

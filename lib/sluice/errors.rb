@@ -1,0 +1,65 @@
+# frozen_string_literal: true
+
+module Sluice
+  # Every error sluice raises is a Sluice::Errors::BaseError.
+  module Errors
+    BaseError = Class.new(StandardError)
+
+    # Producer.new was given a setting sluice or librdkafka does not accept.
+    ConfigurationInvalidError = Class.new(BaseError)
+
+    # A message was refused before it reached librdkafka (nothing was sent).
+    MessageInvalidError = Class.new(BaseError)
+
+    # The producer is closed (or closing) and takes no more messages.
+    ProducerClosedError = Class.new(BaseError)
+
+    # The producer was created in another process: a forked child must create its own.
+    ForkedProcessError = Class.new(ProducerClosedError)
+
+    # A wait ran out of time; the handle stays pending and can be waited on again.
+    class WaitTimeoutError < BaseError
+      attr_reader :handle
+
+      def initialize(message = "timed out waiting for the delivery report", handle: nil)
+        super(message)
+        @handle = handle
+      end
+    end
+
+    # A message could not be delivered. #kafka_error tells why (#code, #fatal?, #retryable?).
+    class ProduceError < BaseError
+      attr_reader :kafka_error, :delivery_report
+
+      def initialize(kafka_error, delivery_report: nil)
+        super("delivery failed: #{kafka_error.message}")
+        @kafka_error = kafka_error
+        @delivery_report = delivery_report
+      end
+
+      def code = kafka_error.code
+      def fatal? = kafka_error.fatal?
+      def retryable? = kafka_error.retryable?
+    end
+
+    # A transaction could not be begun, committed or aborted.
+    class TransactionError < BaseError
+      attr_reader :kafka_error
+
+      def initialize(action, kafka_error)
+        super("#{action} failed: #{kafka_error.message}")
+        @kafka_error = kafka_error
+      end
+
+      def code = kafka_error.code
+      def fatal? = kafka_error.fatal?
+      def retryable? = kafka_error.retryable?
+      def abortable? = kafka_error.abortable?
+    end
+
+    # Raise inside Producer#transaction to abort it quietly.
+    AbortTransaction = Class.new(BaseError)
+  end
+
+  AbortTransaction = Errors::AbortTransaction
+end

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+module Sluice
+  # Instrumentation bus of a producer: subscribe to named events with a block
+  # (`subscribe("message.acknowledged") { |event| ... }`) or with a listener
+  # object (`on_message_acknowledged(event)`, ...). A listener that raises is
+  # reported as `error.occurred` (type "callbacks.listener.error") and never
+  # stops polling or the other listeners.
+  class Monitor
+    EVENTS = %w[
+      message.acknowledged
+      error.occurred
+      statistics.emitted
+      oauthbearer.token_refresh
+      producer.closed
+      poller.producer_registered
+      poller.producer_unregistered
+    ].freeze
+
+    # What a listener receives: the event's name and its payload (a Hash).
+    Event = Struct.new(:id, :payload) do
+      def [](key) = payload[key]
+      def fetch(...) = payload.fetch(...)
+      def to_h = payload
+    end
+
+    NONE = [].freeze
+
+    def initialize(logger: Logger.new($stderr, progname: "sluice"))
+      @logger = logger
+      @mutex = Mutex.new
+      # Copy-on-write: the poller reads the listener lists without locking.
+      @listeners = {}.freeze
+    end
+
+    # @overload subscribe(event_name, &block)
+    # @overload subscribe(listener) — calls listener.on_<event_name_with_underscores>(event)
+    # @return the block or listener, to pass to #unsubscribe
+    def subscribe(event_or_listener, &block)
+      if block
+        add(checked_name(event_or_listener), block)
+        block
+      else
+        names = EVENTS.select { |name| event_or_listener.respond_to?(method_name(name)) }
+        raise ArgumentError, "#{event_or_listener.inspect} has no on_<event> method (events: #{EVENTS.join(', ')})" if names.empty?
+
+        names.each { |name| add(name, event_or_listener.method(method_name(name))) }
+        event_or_listener
+      end
+    end
+
+    def unsubscribe(block_or_listener)
+      @mutex.synchronize do
+        @listeners = @listeners.to_h do |name, list|
+          [name, list.reject { |l| l == block_or_listener || (l.is_a?(Method) && l.receiver.equal?(block_or_listener)) }.freeze]
+        end.reject { |_, list| list.empty? }.freeze
+      end
+    end
+
+    # Cheap check so hot paths build payloads only for someone.
+    def listening?(name) = @listeners.key?(name)
+
+    # Calls every listener of `name` with an Event; returns the payload.
+    def instrument(name, payload)
+      listeners = @listeners.fetch(name, NONE)
+      return payload if listeners.empty?
+
+      event = Event.new(name, payload)
+      listeners.each { |listener| notify(listener, event) }
+      payload
+    end
+
+    private
+
+    def notify(listener, event)
+      listener.call(event)
+    rescue StandardError => e
+      report_listener_error(e, event)
+    end
+
+    def report_listener_error(error, event)
+      if event.id == "error.occurred"
+        @logger.error("error.occurred listener raised #{error.class}: #{error.message}")
+      else
+        instrument("error.occurred", producer_id: event[:producer_id], type: "callbacks.listener.error",
+                                     error: error, event_id: event.id)
+      end
+    end
+
+    def add(name, callable)
+      @mutex.synchronize do
+        list = (@listeners.fetch(name, NONE) + [callable]).freeze
+        @listeners = @listeners.merge(name => list).freeze
+      end
+    end
+
+    def checked_name(name)
+      name = name.to_s
+      raise ArgumentError, "unknown event #{name.inspect} (events: #{EVENTS.join(', ')})" unless EVENTS.include?(name)
+
+      name
+    end
+
+    def method_name(event_name) = :"on_#{event_name.tr('.', '_')}"
+  end
+end

@@ -1,0 +1,26 @@
+# frozen_string_literal: true
+
+$LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
+require "sluice"
+require "timeout"
+
+Dir[File.join(__dir__, "support", "*.rb")].sort.each { |file| require file }
+
+RSpec.configure do |config|
+  config.disable_monkey_patching!
+  config.order = :random
+  config.filter_run_when_matching :focus
+  config.example_status_persistence_file_path = File.expand_path("../tmp/rspec-status.txt", __dir__)
+  config.include SpecHelpers
+
+  # Integration specs need the broker and the shared topics (created once, up
+  # front: a first message to a missing topic waits for auto-creation).
+  config.before(:suite) { TestKafka.prepare! if RSpec.world.example_groups.any? { |g| g.metadata[:kafka] } }
+
+  # Nothing hangs forever: a stuck example fails instead of stalling CI.
+  config.around(:each) do |example|
+    Timeout.timeout(example.metadata.fetch(:timeout, 60)) { example.run }
+  end
+
+  config.after(:each) { close_test_producers }
+end

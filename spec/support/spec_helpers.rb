@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+# Helpers for building producers in the mode under test and reading messages back.
+module SpecHelpers
+  # A producer in the polling mode under test (SLUICE_POLLING_MODE), closed after the example.
+  def build_producer(kafka: {}, mode: TestKafka::MODE, **settings)
+    producer = Sluice::Producer.new do |config|
+      config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "linger.ms": 1 }.merge(kafka)
+      config.polling.mode = mode
+      settings.each { |name, value| config.public_send(:"#{name}=", value) }
+      yield config if block_given?
+    end
+    test_producers << producer
+    producer
+  end
+
+  def test_producers = (@test_producers ||= [])
+
+  def close_test_producers
+    test_producers.each { |producer| producer.close(timeout: 10_000) }
+  end
+
+  # Reads `count` messages of topic/partition starting at offset.
+  # @return [Array<Hash>] topic:, partition:, offset:, key:, payload:, headers: [[k, v]], timestamp:
+  def consume(topic, partition, offset, count, isolation: "read_uncommitted", timeout: 20)
+    consumer = Sluice::Native::Consumer.new(
+      [["bootstrap.servers", TestKafka::BROKERS], ["group.id", "sluice-spec-#{rand(1 << 30)}"],
+       ["enable.auto.commit", "false"], ["isolation.level", isolation], ["enable.partition.eof", "false"]]
+    )
+    consumer.assign([[topic, partition, offset]])
+    read_messages(consumer, count, timeout)
+  ensure
+    consumer&.close
+  end
+
+  # The messages behind delivery reports, in report order.
+  def consume_reports(reports)
+    reports.group_by { |r| [r.topic, r.partition] }.flat_map do |(topic, partition), group|
+      first = group.map(&:offset).min
+      last = group.map(&:offset).max
+      by_offset = consume(topic, partition, first, last - first + 1).to_h { |m| [m[:offset], m] }
+      group.map { |r| by_offset.fetch(r.offset) }
+    end
+  end
+
+  # Counts this process's open fds and live Ruby threads.
+  def open_fds = Dir.children("/proc/self/fd").size
+  def live_threads = Thread.list.count(&:alive?)
+
+  # A Ruby script run in its own process (fork, close-from-callback, ... can
+  # wedge a process). Returns [stdout+stderr, Process::Status].
+  def run_scenario(code, timeout: 60, env: {})
+    require "open3"
+    script = "$LOAD_PATH.unshift(#{File.expand_path('../../lib', __dir__).inspect}); require 'sluice'\n" \
+             "BROKERS = #{TestKafka::BROKERS.inspect}; MODE = #{TestKafka::MODE.inspect}\n#{code}"
+    Open3.popen2e(env, RbConfig.ruby, "-e", script) do |stdin, out, wait|
+      stdin.close
+      reader = Thread.new { out.read }
+      unless wait.join(timeout)
+        Process.kill("KILL", wait.pid)
+        raise "scenario did not finish within #{timeout}s:\n#{reader.value}"
+      end
+      [reader.value, wait.value]
+    end
+  end
+
+  private
+
+  def read_messages(consumer, count, timeout)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+    messages = []
+    while messages.size < count && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+      raw = consumer.poll(500) or next
+      topic, partition, offset, key, payload, headers, timestamp, error = raw
+      next unless error.zero?
+
+      messages << { topic: topic, partition: partition, offset: offset, key: key, payload: payload,
+                    headers: headers, timestamp: timestamp }
+    end
+    raise "read #{messages.size} of #{count} messages within #{timeout}s" if messages.size < count
+
+    messages
+  end
+end

@@ -1,0 +1,35 @@
+# frozen_string_literal: true
+
+# The broker the integration specs talk to (bin/kafka starts one; KAFKA_BROKERS
+# points elsewhere), its SASL/OAUTHBEARER listener, and the topics created up front.
+module TestKafka
+  BROKERS = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:#{ENV.fetch('KAFKA_PORT', '9092')}")
+  SASL_BROKERS = ENV.fetch("KAFKA_SASL_BROKERS", "127.0.0.1:#{ENV.fetch('KAFKA_SASL_PORT', '9094')}")
+  MODE = ENV.fetch("SLUICE_POLLING_MODE", "fd").to_sym
+
+  # name => [partitions, topic configs]
+  TOPICS = {
+    "sluice-spec-1p" => [1, nil],
+    "sluice-spec-3p" => [3, nil],
+    "sluice-spec-many" => [1, nil],
+    "sluice-spec-txn" => [1, nil],
+    "sluice-spec-small" => [1, [["max.message.bytes", "2000"]]],
+    "sluice-spec-bench" => [1, nil]
+  }.freeze
+
+  class << self
+    def prepare!
+      return if @prepared
+
+      admin = Sluice::Native::Client.new([["bootstrap.servers", BROKERS]])
+      results = admin.create_topics(TOPICS.map { |name, (partitions, configs)| [name, partitions, configs] }, 30_000)
+      results.each do |name, code, message|
+        next if code.zero? || Sluice::KafkaError.code_for(code) == :topic_already_exists
+
+        raise "cannot create topic #{name}: #{message} (is the broker at #{BROKERS} up? bin/kafka start)"
+      end
+      admin.destroy
+      @prepared = true
+    end
+  end
+end
