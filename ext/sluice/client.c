@@ -21,6 +21,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#define TOPIC_CACHE_MAX 64 /* beyond this, produce by name (librdkafka looks the topic up per message) */
+
+typedef struct {
+    char *name;
+    size_t len;
+    rd_kafka_topic_t *rkt;
+} topic_entry_t;
+
 typedef int32_t (*partitioner_fn)(const rd_kafka_topic_t *, const void *, size_t, int32_t, void *, void *);
 
 typedef struct {
@@ -37,6 +45,8 @@ typedef struct {
     int32_t *free_slots;       /* stack of free slots; capacity >= inflight length */
     long free_count, free_capa;
     long inflight_count;
+    topic_entry_t topics[TOPIC_CACHE_MAX]; /* topic handles, so produce skips librdkafka's by-name lookup */
+    int topic_count;
 } client_t;
 
 static VALUE cClient;
@@ -65,6 +75,11 @@ static void close_pipe(client_t *c) {
 static void release_native(client_t *c) {
     if (c->pending) rd_kafka_event_destroy(c->pending);
     c->pending = NULL;
+    for (int i = 0; i < c->topic_count; i++) {
+        rd_kafka_topic_destroy(c->topics[i].rkt);
+        free(c->topics[i].name);
+    }
+    c->topic_count = 0;
     /* librdkafka must never write to a closed (possibly reused) fd number. */
     if (c->wake_w >= 0) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
     rd_kafka_queue_destroy(c->queue);
@@ -89,6 +104,7 @@ static void client_free(void *p) {
     }
     if (sluice_forked(c->pid)) {
         /* A forked child never touches the parent's handle; our fd copies are ours to close. */
+        for (int i = 0; i < c->topic_count; i++) free(c->topics[i].name);
         close_pipe(c);
         xfree(c);
         return;
@@ -248,6 +264,23 @@ static VALUE slot_release(client_t *c, long slot) {
     return handle;
 }
 
+/* The cached topic handle for name, or NULL (cache full, or librdkafka refused it). */
+static rd_kafka_topic_t *topic_handle(client_t *c, const char *name, size_t len) {
+    for (int i = 0; i < c->topic_count; i++)
+        if (c->topics[i].len == len && !memcmp(c->topics[i].name, name, len)) return c->topics[i].rkt;
+    if (c->topic_count == TOPIC_CACHE_MAX) return NULL;
+    char *copy = malloc(len + 1);
+    if (!copy) return NULL;
+    memcpy(copy, name, len + 1);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(c->rk, copy, NULL);
+    if (!rkt) {
+        free(copy);
+        return NULL;
+    }
+    c->topics[c->topic_count++] = (topic_entry_t){copy, len, rkt};
+    return rkt;
+}
+
 /* ------------------------------------------------------------------ message validation */
 
 typedef struct {
@@ -264,15 +297,6 @@ static void invalid(const char *fmt, ...) {
     VALUE msg = rb_vsprintf(fmt, ap);
     va_end(ap);
     rb_exc_raise(rb_exc_new_str(sluice_eMessageInvalid, msg));
-}
-
-static int collect_unknown_key(VALUE key, VALUE value, VALUE acc) {
-    ID known[] = {id_topic, id_payload, id_key, id_partition, id_partition_key, id_timestamp, id_headers, id_label};
-    if (SYMBOL_P(key))
-        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-            if (SYM2ID(key) == known[i]) return ST_CONTINUE;
-    rb_ary_push(acc, key);
-    return ST_CONTINUE;
 }
 
 static void check_topic(VALUE topic) {
@@ -319,35 +343,44 @@ static int64_t timestamp_ms(VALUE ts) {
     invalid("timestamp must be a Time or Integer milliseconds, got %" PRIsVALUE, rb_obj_class(ts));
 }
 
+struct fields {
+    message_t *m;
+    VALUE partition, partition_key, timestamp;
+    VALUE unknown; /* Array of unknown keys, or Qnil */
+};
+
+/* One pass over the (usually two-key) message Hash: cheaper than a lookup per known key. */
+static int read_field(VALUE key, VALUE value, VALUE arg) {
+    struct fields *f = (struct fields *)arg;
+    ID id = SYMBOL_P(key) ? SYM2ID(key) : 0;
+    if (id == id_topic) f->m->topic = value;
+    else if (id == id_payload) f->m->payload = value;
+    else if (id == id_key) f->m->key = value;
+    else if (id == id_partition) f->partition = value;
+    else if (id == id_partition_key) f->partition_key = value;
+    else if (id == id_timestamp) f->timestamp = value;
+    else if (id == id_headers) f->m->headers = value;
+    else if (id != id_label) {
+        if (NIL_P(f->unknown)) f->unknown = rb_ary_new();
+        rb_ary_push(f->unknown, key);
+    }
+    return ST_CONTINUE;
+}
+
 /*
  * Reads and checks a message Hash. Raises MessageInvalidError; allocates nothing
  * native, so a raise here loses nothing.
  */
 static void message_read(VALUE hash, message_t *m) {
     if (!RB_TYPE_P(hash, T_HASH)) invalid("message must be a Hash, got %" PRIsVALUE, rb_obj_class(hash));
-    long found = 0;
-#define FETCH(var, id)                                                  \
-    do {                                                                \
-        var = rb_hash_lookup2(hash, ID2SYM(id), Qundef);                \
-        if (var == Qundef) var = Qnil; else found++;                    \
-    } while (0)
-    VALUE partition, partition_key, timestamp, label;
-    FETCH(m->topic, id_topic);
-    FETCH(m->payload, id_payload);
-    FETCH(m->key, id_key);
-    FETCH(partition, id_partition);
-    FETCH(partition_key, id_partition_key);
-    FETCH(timestamp, id_timestamp);
-    FETCH(m->headers, id_headers);
-    FETCH(label, id_label);
-#undef FETCH
-    if (found != (long)RHASH_SIZE(hash)) {
-        VALUE unknown = rb_ary_new();
-        rb_hash_foreach(hash, collect_unknown_key, unknown);
+    m->topic = m->payload = m->key = m->headers = Qnil;
+    struct fields f = {m, Qnil, Qnil, Qnil, Qnil};
+    rb_hash_foreach(hash, read_field, (VALUE)&f);
+    VALUE partition = f.partition, partition_key = f.partition_key, timestamp = f.timestamp;
+    if (!NIL_P(f.unknown))
         invalid("unknown message keys: %" PRIsVALUE
                 " (known: topic, payload, key, partition, partition_key, timestamp, headers, label)",
-                rb_inspect(unknown));
-    }
+                rb_inspect(f.unknown));
     if (NIL_P(m->topic)) invalid("message needs a :topic");
     check_topic(m->topic);
     if (!NIL_P(m->payload) && !RB_TYPE_P(m->payload, T_STRING))
@@ -413,7 +446,9 @@ static VALUE client_produce(int argc, VALUE *argv, VALUE self) {
     /* Nothing below raises: the slot is released on every failure path. */
     rd_kafka_vu_t vu[8];
     size_t n = 0;
-    vu[n].vtype = RD_KAFKA_VTYPE_TOPIC, vu[n++].u.cstr = topic;
+    rd_kafka_topic_t *rkt = topic_handle(c, topic, (size_t)RSTRING_LEN(m.topic));
+    if (rkt) vu[n].vtype = RD_KAFKA_VTYPE_RKT, vu[n++].u.rkt = rkt;
+    else vu[n].vtype = RD_KAFKA_VTYPE_TOPIC, vu[n++].u.cstr = topic;
     vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS, vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
     vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE, vu[n++].u.ptr = (void *)(uintptr_t)(slot + 1);
     if (m.partition != RD_KAFKA_PARTITION_UA) vu[n].vtype = RD_KAFKA_VTYPE_PARTITION, vu[n++].u.i32 = m.partition;

@@ -1,0 +1,254 @@
+# frozen_string_literal: true
+
+# The benchmark matrix: producers x polling mode (x variant), one fresh process
+# per cell (bench/cell.rb), repetitions alternating the modes, median and
+# min-max reported. Writes bench/results/<time>.json, bench/RESULTS.md and
+# bench/RESULTS.png (gnuplot), and prints the table as it goes.
+#
+#   ruby bench/run.rb [--messages 20000] [--reps 3] [--producers 1,2,5,10,25]
+#                     [--variants async,many_sync,one_thread] [--scale] [--no-cbench]
+
+require "json"
+require "open3"
+require "optparse"
+require "rbconfig"
+require "fileutils"
+require "etc"
+
+module Bench
+  class Run
+    ROOT = File.expand_path("..", __dir__)
+    CBENCH_SRC = File.expand_path("../shared/tools/cbench/cbench.c", ROOT)
+
+    def initialize(opts)
+      @opts = opts
+      @cells = []
+      @started = Time.now
+    end
+
+    def run
+      FileUtils.mkdir_p(File.join(ROOT, "bench/results"))
+      @opts[:variants].each { |variant| matrix(variant) }
+      scale if @opts[:scale]
+      ceiling if @opts[:cbench]
+      write_results
+    end
+
+    private
+
+    def matrix(variant)
+      puts "== #{variant}: #{@opts[:messages]} messages x 100 bytes per producer, #{@opts[:reps]} reps"
+      @opts[:producers].each do |producers|
+        @opts[:reps].times do |rep|
+          modes = rep.even? ? %i[thread fd] : %i[fd thread] # alternate which mode goes first
+          modes.each { |mode| cell(mode: mode, producers: producers, messages: @opts[:messages], variant: variant, rep: rep) }
+        end
+      end
+      print_table(variant)
+    end
+
+    def cell(mode:, producers:, messages:, variant:, rep:)
+      args = ["--mode", mode.to_s, "--producers", producers.to_s, "--messages", messages.to_s, "--variant", variant]
+      out, err, status = Open3.capture3(RbConfig.ruby, File.join(__dir__, "cell.rb"), *args)
+      raise "cell #{args.join(' ')} failed:\n#{err}\n#{out}" unless status.success?
+
+      result = JSON.parse(out.lines.last, symbolize_names: true).merge(rep: rep)
+      @cells << result
+      puts format("  %-10s %-6s producers=%-4d rep=%d  %9d msg/s  cpu %5.2f us/msg  p50 %7.1f ms  p99 %7.1f ms  " \
+                  "ruby threads %3d  os threads %4d  rss +%6.1f MB connected, +%6.1f MB after",
+                  variant, mode, producers, rep, result[:rate], result[:cpu_us_per_msg], result[:p50_ms], result[:p99_ms],
+                  result[:ruby_threads], result[:os_threads], mb(result[:rss_connected_kb] - result[:rss_before_kb]),
+                  mb(result[:rss_after_kb] - result[:rss_before_kb]))
+      result
+    end
+
+    def print_table(variant)
+      puts
+      puts table(variant)
+      puts
+    end
+
+    def table(variant)
+      rows = ["| producers | thread msg/s (min-max) | fd msg/s (min-max) | improvement | Ruby threads thread/fd |",
+              "|---:|---:|---:|---:|---:|"]
+      @opts[:producers].each do |producers|
+        thread = pick(variant, :thread, producers)
+        fd = pick(variant, :fd, producers)
+        next if thread.empty? || fd.empty?
+
+        rows << format("| %d | %s | %s | %+.0f%% | %d / %d |", producers, summary(thread), summary(fd),
+                       (median(fd.map { _1[:rate] }) / median(thread.map { _1[:rate] }).to_f - 1) * 100,
+                       thread.first[:ruby_threads], fd.first[:ruby_threads])
+      end
+      rows.join("\n")
+    end
+
+    def detail_table
+      rows = ["| variant | mode | producers | msg/s | CPU us/msg | p50 ms | p99 ms | Ruby threads | OS threads | RSS growth connected | RSS growth after run |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+      @cells.group_by { |c| [c[:variant], c[:mode], c[:producers], c[:messages_per_producer]] }.each do |(variant, mode, producers, _), cells|
+        rows << format("| %s | %s | %d | %d | %.2f | %.1f | %.1f | %d | %d | %.1f MB | %.1f MB |", variant, mode, producers,
+                       median(cells.map { _1[:rate] }), median(cells.map { _1[:cpu_us_per_msg] }),
+                       median(cells.map { _1[:p50_ms] }), median(cells.map { _1[:p99_ms] }), cells.first[:ruby_threads],
+                       median(cells.map { _1[:os_threads] }), mb(median(cells.map { _1[:rss_connected_kb] - _1[:rss_before_kb] })),
+                       mb(median(cells.map { _1[:rss_after_kb] - _1[:rss_before_kb] })))
+      end
+      rows.join("\n")
+    end
+
+    # 100 and 1,000 producers on one FD poller; thread mode as far as the machine allows.
+    def scale
+      puts "== scale: 100 messages per producer"
+      [[:fd, 100], [:fd, 1000], [:thread, 100], [:thread, 1000]].each do |mode, producers|
+        result = cell(mode: mode, producers: producers, messages: 100, variant: "async", rep: 0)
+        stats = result[:poller_stats]
+        next unless stats
+
+        puts format("    poller: %d wake-ups served, %d waits, %.1f us poller CPU per wake-up",
+                    stats[:wakeups], stats[:waits], result[:poller_cpu_s] * 1e6 / [stats[:wakeups], 1].max)
+      rescue RuntimeError => e
+        puts "  #{mode} #{producers}: did not run on this machine (#{e.message.lines.first&.strip})"
+      end
+    end
+
+    # Raw librdkafka in C on the same broker: the ceiling (../shared/tools/cbench).
+    def ceiling
+      return puts("== cbench not found at #{CBENCH_SRC}") unless File.exist?(CBENCH_SRC)
+
+      binary = File.join(ROOT, "tmp/cbench")
+      FileUtils.mkdir_p(File.dirname(binary))
+      unless File.exist?(binary) && File.mtime(binary) > File.mtime(CBENCH_SRC)
+        flags = `pkg-config --cflags --libs rdkafka`.strip
+        system("cc -O2 -o #{binary} #{CBENCH_SRC} #{flags} -lpthread") or raise "cannot build cbench"
+      end
+      puts "== C ceiling (cbench, fd mode, #{@opts[:messages]} messages)"
+      @ceiling = @opts[:producers].to_h do |producers|
+        results = Array.new(@opts[:reps]) { cbench(binary, producers, @opts[:messages]) }
+        rate = median(results.map { _1["rate"].to_f })
+        puts format("  cbench producers=%-3d %9d msg/s (median of %d)", producers, rate, results.size)
+        [producers, { rate: rate, results: results }]
+      end
+      @handle_rss = [1, 25].to_h { |producers| [producers, cbench(binary, producers, 1)["rss_kb"].to_i] }
+    end
+
+    def cbench(binary, producers, messages)
+      out, status = Open3.capture2(binary, "--mode", "fd", "--producers", producers.to_s, "--messages", messages.to_s,
+                                   "--topic", "sluice-bench", "--brokers", brokers, "-q")
+      line = out.lines.grep(/^RESULT/).last or raise "cbench printed no RESULT (exit #{status.exitstatus})"
+      line.split.drop(1).to_h { |kv| kv.split("=", 2) }
+    end
+
+    def write_results
+      stamp = @started.strftime("%Y%m%d-%H%M%S")
+      data = { started: @started, machine: machine, options: @opts, cells: @cells, ceiling: @ceiling, handle_rss_kb: @handle_rss }
+      json = File.join(ROOT, "bench/results/#{stamp}.json")
+      File.write(json, JSON.pretty_generate(data))
+      chart
+      File.write(File.join(ROOT, "bench/RESULTS.md"), markdown)
+      puts "wrote #{json}, bench/RESULTS.md#{@chart ? ', bench/RESULTS.png' : ''}"
+    end
+
+    def chart
+      return unless system("command -v gnuplot >/dev/null")
+
+      dat = File.join(ROOT, "tmp/bench-chart.dat")
+      File.write(dat, @opts[:producers].map do |producers|
+        [producers, median(pick("async", :thread, producers).map { _1[:rate] }),
+         median(pick("async", :fd, producers).map { _1[:rate] }), @ceiling&.dig(producers, :rate) || "NaN"].join(" ")
+      end.join("\n"))
+      script = <<~GP
+        set terminal png size 900,500
+        set output "#{File.join(ROOT, 'bench/RESULTS.png')}"
+        set title "sluice: msg/s vs producers (#{@opts[:messages]} x 100 B per producer, produce_async)"
+        set xlabel "producers"; set ylabel "msg/s"; set logscale x; set grid; set key left top
+        set xtics (#{@opts[:producers].join(', ')})
+        plot "#{dat}" using 1:2 with linespoints title "thread mode", "" using 1:3 with linespoints title "fd mode", "" using 1:4 with linespoints title "C ceiling (cbench)"
+      GP
+      _, status = Open3.capture2e("gnuplot", stdin_data: script)
+      @chart = status.success?
+    end
+
+    def markdown
+      <<~MD
+        # Benchmark results
+
+        Generated by `bin/bench #{@opts[:argv].join(' ')}` on #{@started.utc.strftime('%Y-%m-%d %H:%M UTC')}.
+        Machine: #{machine[:cpu]}, #{machine[:cores]} cores, #{machine[:memory]}; Ruby #{RUBY_VERSION}, librdkafka #{machine[:librdkafka]},
+        Kafka #{machine[:kafka]} (single KRaft broker on loopback), topic with 1 partition, 100-byte payloads.
+        Each cell is a fresh process; #{@opts[:reps]} repetitions with the modes alternating; medians (min-max).
+        msg/s is measured from the first produce call to the last delivery report. The machine is shared
+        and noisy: compare ratios within one run.
+
+        #{@opts[:variants].map { |v| "## #{v} (#{variant_text(v)})\n\n#{table(v)}\n" }.join("\n")}
+        #{ceiling_text}
+        ## Every cell (medians)
+
+        #{detail_table}
+
+        CPU is process CPU (Ruby threads plus librdkafka's own threads) per delivered message.
+        RSS growth is from before the producers were created to after each had delivered one warm-up
+        message ("connected"), and to after the run ("after run": includes every delivery report object
+        the benchmark kept). A pending delivery handle is #{@cells.first&.dig(:handle_bytes)} bytes (object + in-flight slot).
+      MD
+    end
+
+    def ceiling_text
+      return "" unless @ceiling
+
+      rows = @ceiling.map do |producers, c|
+        fd = median(pick("async", :fd, producers).map { _1[:rate] })
+        format("| %d | %d | %d | %.0f%% |", producers, c[:rate], fd, fd * 100.0 / c[:rate])
+      end
+      <<~MD
+        ## Against raw librdkafka in C (cbench, fd mode, same run)
+
+        | producers | C msg/s | sluice fd msg/s | sluice / C |
+        |---:|---:|---:|---:|
+        #{rows.join("\n")}
+
+        cbench VmRSS with 1 handle: #{@handle_rss[1]} kB, with 25 handles: #{@handle_rss[25]} kB
+        (#{format('%.1f', (@handle_rss[25] - @handle_rss[1]) / 1024.0)} MB for 24 more handles).
+      MD
+    end
+
+    def variant_text(variant)
+      { "async" => "each producer driven by its own Ruby thread: produce_async, then wait on every handle",
+        "many_sync" => "each producer's thread calls produce_many_sync with batches of 1,000",
+        "one_thread" => "one Ruby thread drives all producers round-robin with produce_async, then waits" }.fetch(variant)
+    end
+
+    def pick(variant, mode, producers)
+      @cells.select { |c| c[:variant] == variant && c[:mode] == mode.to_s && c[:producers] == producers && c[:messages_per_producer] == @opts[:messages] }
+    end
+
+    def summary(cells)
+      rates = cells.map { _1[:rate] }
+      format("%d (%d-%d)", median(rates), rates.min, rates.max)
+    end
+
+    def machine
+      @machine ||= {
+        cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], cores: Etc.nprocessors,
+        memory: "#{(File.read('/proc/meminfo')[/MemTotal:\s+(\d+)/, 1].to_i / 1024.0 / 1024).round} GiB",
+        librdkafka: `pkg-config --modversion rdkafka`.strip,
+        kafka: Dir[File.join(ROOT, "tmp/kafka/libs/kafka_2.13-*.jar")].first.to_s[/kafka_2\.13-([\d.]+)\.jar/, 1] || "unknown"
+      }
+    end
+
+    def brokers = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092")
+    def median(values) = values.empty? ? 0 : values.sort[values.size / 2]
+    def mb(kb) = kb / 1024.0
+  end
+end
+
+opts = { messages: 1_000, reps: 3, producers: [1, 2, 5, 10, 25], variants: %w[async], scale: false, cbench: true, argv: ARGV.dup }
+OptionParser.new do |o|
+  o.on("--messages M", Integer, "messages per producer (default 1000; 20000 for steady figures)") { |v| opts[:messages] = v }
+  o.on("--reps N", Integer, "repetitions per cell (default 3)") { |v| opts[:reps] = v }
+  o.on("--producers LIST", Array, "producer counts (default 1,2,5,10,25)") { |v| opts[:producers] = v.map(&:to_i) }
+  o.on("--variants LIST", Array, "async,many_sync,one_thread (default async)") { |v| opts[:variants] = v }
+  o.on("--all", "all three variants and the scale run") { opts[:variants] = %w[async many_sync one_thread]; opts[:scale] = true }
+  o.on("--scale", "also 100 and 1,000 producers with 100 messages each") { opts[:scale] = true }
+  o.on("--no-cbench", "skip the C ceiling") { opts[:cbench] = false }
+end.parse!
+Bench::Run.new(opts).run
