@@ -7,6 +7,7 @@ module SpecHelpers
     producer = Sluice::Producer.new do |config|
       config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "linger.ms": 1 }.merge(kafka)
       config.polling.mode = mode
+      config.logger = Logger.new(nil)
       settings.each { |name, value| config.public_send(:"#{name}=", value) }
       yield config if block_given?
     end
@@ -42,6 +43,60 @@ module SpecHelpers
       group.map { |r| by_offset.fetch(r.offset) }
     end
   end
+
+  # A broker address where nothing listens: messages stay queued, librdkafka reports errors.
+  UNREACHABLE = "127.0.0.1:1"
+
+  # A producer that can never deliver. Its messages stay queued, so the example
+  # must close! it (or close with a timeout): a plain close would wait for them.
+  def build_unreachable_producer(kafka: {}, **settings, &block)
+    build_producer(kafka: { "bootstrap.servers": UNREACHABLE }.merge(kafka), **settings, &block)
+  end
+
+  # Waits (at most `seconds`) for an item on a Queue; fails the example instead of hanging.
+  def pop_within(queue, seconds = 10)
+    Timeout.timeout(seconds, RuntimeError, "nothing arrived on the queue within #{seconds}s") { queue.pop }
+  end
+
+  # Records a monitor's events and lets a spec wait for one, without sleeping.
+  class EventRecorder
+    def initialize(monitor, *names)
+      @mutex = Mutex.new
+      @arrived = ConditionVariable.new
+      @events = []
+      names.each { |name| monitor.subscribe(name) { |event| record(event) } }
+    end
+
+    def events = @mutex.synchronize { @events.dup }
+
+    # @return [Sluice::Monitor::Event] the first recorded event the block accepts
+    def await(seconds = 10, &matcher)
+      matcher ||= ->(_) { true }
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+      @mutex.synchronize do
+        loop do
+          found = @events.find(&matcher)
+          return found if found
+
+          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          raise "no matching event within #{seconds}s (got: #{@events.map { |e| [e.id, e[:type]].compact }.inspect})" if left <= 0
+
+          @arrived.wait(@mutex, left)
+        end
+      end
+    end
+
+    private
+
+    def record(event)
+      @mutex.synchronize do
+        @events << event
+        @arrived.broadcast
+      end
+    end
+  end
+
+  def record_events(monitor, *names) = EventRecorder.new(monitor, *names)
 
   # Counts this process's open fds and live Ruby threads.
   def open_fds = Dir.children("/proc/self/fd").size
