@@ -332,6 +332,7 @@ static int count_header(VALUE name, VALUE value, VALUE countp) {
 
 static int64_t timestamp_ms(VALUE ts) {
     if (RB_INTEGER_TYPE_P(ts)) {
+        if (!FIXNUM_P(ts)) invalid("timestamp %" PRIsVALUE " is out of range (milliseconds since the epoch)", ts);
         int64_t ms = NUM2LL(ts);
         if (ms < 0) invalid("timestamp must not be negative, got %" PRId64, ms);
         return ms;
@@ -392,6 +393,7 @@ static void message_read(VALUE hash, message_t *m) {
     m->partition = RD_KAFKA_PARTITION_UA;
     if (!NIL_P(partition)) {
         if (!RB_INTEGER_TYPE_P(partition)) invalid("partition must be an Integer, got %" PRIsVALUE, rb_obj_class(partition));
+        if (!FIXNUM_P(partition)) invalid("partition must be -1 (any) or a partition number, got %" PRIsVALUE, partition);
         long long p = NUM2LL(partition);
         if (p < -1 || p > INT32_MAX) invalid("partition must be -1 (any) or a partition number, got %lld", p);
         m->partition = (int32_t)p;

@@ -94,6 +94,7 @@ module Sluice
       invalid!("kafka must be a Hash of librdkafka properties, got #{@kafka.class}") unless @kafka.is_a?(Hash)
       @kafka.each do |name, value|
         invalid!("kafka property names must be Symbols or Strings, got #{name.inspect}") unless name.is_a?(Symbol) || name.is_a?(String)
+        invalid!("kafka property #{name.inspect} contains a NUL byte") if name.to_s.include?("\0") || value.to_s.include?("\0")
         next if [String, Symbol, Integer, Float, true, false].any? { |kind| kind === value } # rubocop:disable Style/CaseEquality
 
         invalid!("kafka property #{name} must be a String, Symbol, number or boolean, got #{value.inspect}")
