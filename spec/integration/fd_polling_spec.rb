@@ -118,8 +118,8 @@ RSpec.describe "FD polling: one poller thread for many producers", :kafka do
       threads = live_threads
       200.times { Sluice::Producer.new { |c| c.kafka = { "bootstrap.servers": TestKafka::BROKERS }; c.logger = Logger.new(nil) }.close }
 
-      expect(open_fds).to eq(fds)
-      expect(live_threads).to eq(threads)
+      expect(open_fds).to be <= fds # a per-cycle leak would show as +30/+200; other specs' garbage may close a few
+      expect(live_threads).to be <= threads
       expect(poller).not_to be_alive
     end
 

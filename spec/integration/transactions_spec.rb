@@ -78,7 +78,7 @@ RSpec.describe "Events", :kafka do
     threads = live_threads
     30.times { build_producer.tap { |p| p.produce_sync(topic: "sluice-spec-1p", payload: "x") }.close }
 
-    expect(open_fds).to eq(fds)
-    expect(live_threads).to eq(threads)
+    expect(open_fds).to be <= fds # a per-cycle leak would show as +30/+200; other specs' garbage may close a few
+    expect(live_threads).to be <= threads
   end
 end
