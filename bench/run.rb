@@ -157,7 +157,7 @@ module Bench
          median(pick("async", :fd, producers).map { _1[:rate] }), @ceiling&.dig(producers, :rate) || "NaN"].join(" ")
       end.join("\n"))
       script = <<~GP
-        set terminal png size 900,500
+        set terminal png size 900,500 noenhanced
         set output "#{File.join(ROOT, 'bench/RESULTS.png')}"
         set title "sluice: msg/s vs producers (#{@opts[:messages]} x 100 B per producer, produce_async)"
         set xlabel "producers"; set ylabel "msg/s"; set logscale x; set grid; set key left top

@@ -286,7 +286,7 @@ static rd_kafka_topic_t *topic_handle(client_t *c, const char *name, size_t len)
 typedef struct {
     VALUE topic, payload, key, headers;
     int32_t partition;
-    int64_t timestamp;
+    int64_t timestamp; /* ms; -1 when not given (0 is a valid time: the epoch) */
     long header_count;
 } message_t;
 
@@ -335,6 +335,8 @@ static int64_t timestamp_ms(VALUE ts) {
         if (!FIXNUM_P(ts)) invalid("timestamp %" PRIsVALUE " is out of range (milliseconds since the epoch)", ts);
         int64_t ms = NUM2LL(ts);
         if (ms < 0) invalid("timestamp must not be negative, got %" PRId64, ms);
+        /* librdkafka reads 0 as "not set" and stamps the current time instead */
+        if (ms == 0) invalid("timestamp 0 (the epoch) cannot be sent: librdkafka treats 0 as 'now'");
         return ms;
     }
     if (rb_obj_is_kind_of(ts, rb_cTime)) {
@@ -398,7 +400,7 @@ static void message_read(VALUE hash, message_t *m) {
         if (p < -1 || p > INT32_MAX) invalid("partition must be -1 (any) or a partition number, got %lld", p);
         m->partition = (int32_t)p;
     }
-    m->timestamp = NIL_P(timestamp) ? 0 : timestamp_ms(timestamp);
+    m->timestamp = NIL_P(timestamp) ? -1 : timestamp_ms(timestamp);
     m->header_count = 0;
     if (!NIL_P(m->headers)) {
         if (!RB_TYPE_P(m->headers, T_HASH)) invalid("headers must be a Hash, got %" PRIsVALUE, rb_obj_class(m->headers));
@@ -464,7 +466,7 @@ static VALUE client_produce(int argc, VALUE *argv, VALUE self) {
         vu[n].u.mem.ptr = RSTRING_PTR(m.key);
         vu[n++].u.mem.size = (size_t)RSTRING_LEN(m.key);
     }
-    if (m.timestamp) vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP, vu[n++].u.i64 = m.timestamp;
+    if (m.timestamp >= 0) vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP, vu[n++].u.i64 = m.timestamp;
     rd_kafka_headers_t *hdrs = NULL;
     if (m.header_count > 0) {
         hdrs = rd_kafka_headers_new((size_t)m.header_count);

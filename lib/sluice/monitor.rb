@@ -72,9 +72,11 @@ module Sluice
 
     private
 
+    # ScriptError too (NotImplementedError, a failed require): a listener bug of
+    # any kind must not end the poller thread that called it.
     def notify(listener, event)
       listener.call(event)
-    rescue StandardError => e
+    rescue StandardError, ScriptError => e
       report_listener_error(e, event)
     end
 

@@ -139,7 +139,7 @@ module Sluice
     end
 
     def enqueue(message, handle)
-      partition = @partitioner.call(message) if message.key?(:partition_key) && !message.key?(:partition)
+      partition = @partitioner.call(message) if message[:partition].nil? && message.key?(:partition_key)
       code = @client.produce(message, handle, partition)
       code = retry_on_full_queue(message, handle, partition) if code == QUEUE_FULL
       raise Errors::ProduceError, KafkaError.new(code) unless code.zero?

@@ -54,7 +54,7 @@ module Sluice
           begin
             @state.serve while @running && @state.client.wait_events(WAIT_MS)
             failures = 0
-          rescue StandardError => e
+          rescue StandardError, ScriptError => e
             failures += 1
             @state.instrument("error.occurred", type: "poller.error", error: e)
             sleep([0.01 * (2**failures), MAX_BACKOFF].min)

@@ -66,6 +66,7 @@ module Sluice
       # and the poller has let go of it; then the pipe is closed.
       def unregister(state)
         if in_poller_thread?
+          @mutex.synchronize { @count -= 1 }
           remove(state, nil)
         else
           latch = Queue.new
@@ -125,7 +126,7 @@ module Sluice
         run_commands
         periodic_poll if now >= @next_periodic
         @failures = 0
-      rescue StandardError => e
+      rescue StandardError, ScriptError => e
         recover(e)
       end
 
@@ -185,9 +186,11 @@ module Sluice
       # The loop ends when no producer is left and none is on its way.
       def stopping? = @mutex.synchronize { @thread.nil? || !@thread.equal?(Thread.current) }
 
+      # @count already includes registrations still queued or in the batch being
+      # applied, so a producer arriving while the last one leaves keeps us running.
       def stop_if_idle
         @mutex.synchronize do
-          return false unless @commands.empty? && @states.empty? && @thread.equal?(Thread.current)
+          return false unless @count.zero? && @thread.equal?(Thread.current)
 
           @thread = nil
           true

@@ -1,0 +1,99 @@
+# frozen_string_literal: true
+
+RSpec.describe "Transactional producer", :kafka, timeout: 120 do
+  let(:topic) { "sluice-spec-txn" } # one partition: offsets order everything
+  let(:producer) { build_producer(kafka: { "transactional.id": "sluice-spec-txn-#{SecureRandom.hex(6)}" }) }
+
+  # The first `count` committed messages at or after `offset`.
+  def committed(offset, count)
+    consume(topic, 0, offset, count, isolation: "read_committed").map { |m| m[:payload] }
+  end
+
+  def uncommitted(offset, count)
+    consume(topic, 0, offset, count, isolation: "read_uncommitted").map { |m| m[:payload] }
+  end
+
+  it "makes a committed block's messages visible to a read_committed consumer and returns the block's value" do
+    id = SecureRandom.hex(4)
+    reports = nil
+    value = producer.transaction do
+      expect(producer.transaction?).to be(true)
+      reports = producer.produce_many_sync(Array.new(3) { |i| { topic: topic, payload: "commit-#{id}-#{i}" } })
+      :the_value
+    end
+
+    expect(value).to eq(:the_value)
+    expect(producer.transaction?).to be(false)
+    expect(reports.map(&:error)).to all(be_nil)
+    expect(committed(reports.first.offset, 3)).to eq(Array.new(3) { |i| "commit-#{id}-#{i}" })
+  end
+
+  it "aborts and re-raises when the block raises; the aborted messages stay invisible, a later commit is visible" do
+    id = SecureRandom.hex(4)
+    aborted = nil
+    expect do
+      producer.transaction do
+        aborted = producer.produce_sync(topic: topic, payload: "aborted-#{id}")
+        raise ArgumentError, "changed my mind"
+      end
+    end.to raise_error(ArgumentError, "changed my mind")
+
+    later = producer.transaction { producer.produce_sync(topic: topic, payload: "later-#{id}") }
+
+    expect(later.offset).to be > aborted.offset
+    expect(committed(aborted.offset, 1)).to eq(["later-#{id}"])
+    # the aborted message was written, only hidden: read_uncommitted sees it
+    expect(uncommitted(aborted.offset, 1)).to eq(["aborted-#{id}"])
+  end
+
+  it "aborts quietly on Sluice::AbortTransaction, returning nil" do
+    id = SecureRandom.hex(4)
+    aborted = nil
+    value = producer.transaction do
+      aborted = producer.produce_sync(topic: topic, payload: "quiet-abort-#{id}")
+      raise Sluice::AbortTransaction
+    end
+    later = producer.transaction { producer.produce_sync(topic: topic, payload: "after-quiet-#{id}") }
+
+    expect(value).to be_nil
+    expect(committed(aborted.offset, 1)).to eq(["after-quiet-#{id}"])
+    expect(later.offset).to be > aborted.offset
+  end
+
+  it "lets a nested transaction join the outer one: aborting the outer aborts the inner's messages" do
+    id = SecureRandom.hex(4)
+    outer_report = inner_report = inner_value = nil
+    producer.transaction do
+      outer_report = producer.produce_sync(topic: topic, payload: "outer-#{id}")
+      inner_value = producer.transaction do
+        inner_report = producer.produce_sync(topic: topic, payload: "inner-#{id}")
+        :inner
+      end
+      raise Sluice::AbortTransaction
+    end
+    final = producer.transaction { producer.produce_sync(topic: topic, payload: "final-#{id}") }
+
+    expect(inner_value).to eq(:inner)
+    expect(inner_report.offset).to be > outer_report.offset
+    expect(committed(outer_report.offset, 1)).to eq(["final-#{id}"])
+    expect(final.offset).to be > inner_report.offset
+  end
+
+  it "refuses #transaction on a producer without transactional.id with TransactionError :not_configured" do
+    plain = build_producer
+    expect(plain).not_to be_transactional
+    ran = false
+    expect { plain.transaction { ran = true } }.to raise_error(Sluice::Errors::TransactionError) do |error|
+      expect(error.code).to eq(:not_configured)
+      expect(error.message).to match(/transactional\.id/)
+    end
+    expect(ran).to be(false)
+    expect(plain.transaction?).to be(false)
+  end
+
+  it "refuses #transaction after close with ProducerClosedError" do
+    expect(producer).to be_transactional
+    producer.close
+    expect { producer.transaction { nil } }.to raise_error(Sluice::Errors::ProducerClosedError)
+  end
+end
