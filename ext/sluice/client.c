@@ -304,6 +304,8 @@ static void check_topic(VALUE topic) {
     long len = RSTRING_LEN(topic);
     if (len == 0 || len > 249) invalid("topic must be 1 to 249 characters long, got %ld", len);
     const char *s = RSTRING_PTR(topic);
+    if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+        invalid("topic %+" PRIsVALUE " is not a legal topic name", topic);
     for (long i = 0; i < len; i++) {
         char ch = s[i];
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
@@ -330,20 +332,22 @@ static int count_header(VALUE name, VALUE value, VALUE countp) {
     return ST_CONTINUE;
 }
 
+/* librdkafka reads 0 as "not set" and stamps the current time: the epoch and
+ * anything before it cannot be sent, so both forms refuse them. */
 static int64_t timestamp_ms(VALUE ts) {
+    int64_t ms;
     if (RB_INTEGER_TYPE_P(ts)) {
         if (!FIXNUM_P(ts)) invalid("timestamp %" PRIsVALUE " is out of range (milliseconds since the epoch)", ts);
-        int64_t ms = NUM2LL(ts);
-        if (ms < 0) invalid("timestamp must not be negative, got %" PRId64, ms);
-        /* librdkafka reads 0 as "not set" and stamps the current time instead */
-        if (ms == 0) invalid("timestamp 0 (the epoch) cannot be sent: librdkafka treats 0 as 'now'");
-        return ms;
-    }
-    if (rb_obj_is_kind_of(ts, rb_cTime)) {
+        ms = NUM2LL(ts);
+    } else if (rb_obj_is_kind_of(ts, rb_cTime)) {
         struct timespec t = rb_time_timespec(ts);
-        return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+        ms = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    } else {
+        invalid("timestamp must be a Time or Integer milliseconds, got %" PRIsVALUE, rb_obj_class(ts));
     }
-    invalid("timestamp must be a Time or Integer milliseconds, got %" PRIsVALUE, rb_obj_class(ts));
+    if (ms <= 0)
+        invalid("timestamp %+" PRIsVALUE " is at or before the epoch: librdkafka would replace it with the current time", ts);
+    return ms;
 }
 
 struct fields {

@@ -68,6 +68,7 @@ module Sluice
       positive!(:max_wait_timeout, @max_wait_timeout)
       positive!(:wait_backoff_on_queue_full, @wait_backoff_on_queue_full)
       positive!(:wait_timeout_on_queue_full, @wait_timeout_on_queue_full)
+      invalid!("logger must respond to #add (Logger.new(nil) discards librdkafka's logs)") unless @logger.respond_to?(:add)
       validate_polling!
       self
     end

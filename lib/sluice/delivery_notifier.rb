@@ -44,6 +44,24 @@ module Sluice
       end
     end
 
+    # Blocks until the block returns true (checked after every #notify).
+    # @return [Boolean] false when timeout_ms (nil: no limit) passed first
+    def wait_until(timeout_ms)
+      deadline = timeout_ms && now + (timeout_ms / 1000.0)
+      @mutex.synchronize do
+        @waiters += 1
+        until yield
+          left = deadline && deadline - now
+          return false if left && left <= 0
+
+          @resolved.wait(@mutex, left)
+        end
+        true
+      ensure
+        @waiters -= 1
+      end
+    end
+
     private
 
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)

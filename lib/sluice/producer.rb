@@ -184,7 +184,13 @@ module Sluice
     # rd_kafka_flush only waits (the poller serves the queue meanwhile); on the
     # poller's own thread nobody else would serve it, so we do.
     def wait_for_deliveries(timeout_ms)
-      return @client.flush(timeout_ms || -1) unless @poller.in_poller_thread?
+      unless @poller.in_poller_thread?
+        started = now
+        return false unless @client.flush(timeout_ms || -1)
+
+        left = timeout_ms && [timeout_ms - ((now - started) * 1000), 0].max
+        return @notifier.wait_until(left) { @state.settled? }
+      end
 
       deadline = timeout_ms && now + (timeout_ms / 1000.0)
       until @client.outq_len.zero?

@@ -93,6 +93,55 @@ RSpec.describe "Instrumentation of a live producer", :kafka do
     end
   end
 
+  describe "librdkafka's log lines" do
+    # "debug": "msg" makes librdkafka log every message: log events and delivery
+    # reports then arrive mixed in the same drained batch.
+    let(:debug_msg) { { "debug": "msg", "linger.ms": 5 } }
+
+    # Reports come in produce order: once the last one is in (or 2 s passed), look at all of them.
+    def outcomes_of(handles)
+      begin
+        handles.last.wait(max_wait_timeout: 2_000, raise_response_error: false)
+      rescue Sluice::Errors::WaitTimeoutError
+        nil
+      end
+      handles.map { |handle| handle.pending? ? :never_resolved : handle.report.error }
+    end
+
+    it "go to config.logger, tagged with the producer id" do
+      log = StringIO.new
+      producer = build_producer(kafka: debug_msg, logger: Logger.new(log, level: Logger::DEBUG))
+      producer.produce_sync(topic: "sluice-spec-1p", payload: "logged")
+      producer.close
+
+      expect(log.string).to include("[#{producer.id}]")
+      expect(log.string.lines.size).to be > 1
+    end
+
+    it "never cost a delivery report when the logger raises", :aggregate_failures do
+      broken = Class.new(Logger) { def add(*) = raise(IOError, "log device gone") }.new(nil)
+      producer = build_producer(kafka: debug_msg, logger: broken)
+      handles = Array.new(5) { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "broken-logger-#{i}") }
+
+      outcomes = outcomes_of(handles)
+      producer.close
+      expect(outcomes).to eq([nil] * 5)
+      expect(handles.count(&:pending?)).to eq(0) # and close leaves no handle pending
+    end
+
+    it "never cost a delivery report when config.logger is nil (refused up front, or no logging)" do
+      producer = begin
+        build_producer(kafka: debug_msg, logger: nil)
+      rescue Sluice::Errors::ConfigurationInvalidError => e
+        expect(e.message).to match(/logger/)
+        next
+      end
+      handles = Array.new(5) { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "nil-logger-#{i}") }
+
+      expect(outcomes_of(handles)).to eq([nil] * 5)
+    end
+  end
+
   describe "error.occurred from librdkafka" do
     it "reports an unreachable broker as librdkafka.error (:transport or :all_brokers_down)" do
       monitor = Sluice::Monitor.new(logger: Logger.new(nil)) # subscribed before the first connection attempt

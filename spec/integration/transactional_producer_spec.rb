@@ -4,13 +4,15 @@ RSpec.describe "Transactional producer", :kafka, timeout: 120 do
   let(:topic) { "sluice-spec-txn" } # one partition: offsets order everything
   let(:producer) { build_producer(kafka: { "transactional.id": "sluice-spec-txn-#{SecureRandom.hex(6)}" }) }
 
-  # The first `count` committed messages at or after `offset`.
-  def committed(offset, count)
-    consume(topic, 0, offset, count, isolation: "read_committed").map { |m| m[:payload] }
+  # Payloads a read_committed consumer sees from `offset` up to and including
+  # `last` (other runs may write to the topic at the same time: callers filter
+  # on their own unique payloads).
+  def committed_until(offset, last)
+    consume_until(topic, 0, offset, isolation: "read_committed") { |m| m[:payload] == last }.map { |m| m[:payload] }
   end
 
-  def uncommitted(offset, count)
-    consume(topic, 0, offset, count, isolation: "read_uncommitted").map { |m| m[:payload] }
+  def uncommitted_at(offset)
+    consume(topic, 0, offset, 1, isolation: "read_uncommitted").first[:payload]
   end
 
   it "makes a committed block's messages visible to a read_committed consumer and returns the block's value" do
@@ -25,7 +27,7 @@ RSpec.describe "Transactional producer", :kafka, timeout: 120 do
     expect(value).to eq(:the_value)
     expect(producer.transaction?).to be(false)
     expect(reports.map(&:error)).to all(be_nil)
-    expect(committed(reports.first.offset, 3)).to eq(Array.new(3) { |i| "commit-#{id}-#{i}" })
+    expect(committed_until(reports.first.offset, "commit-#{id}-2").grep(/#{id}/)).to eq(Array.new(3) { |i| "commit-#{id}-#{i}" })
   end
 
   it "aborts and re-raises when the block raises; the aborted messages stay invisible, a later commit is visible" do
@@ -41,9 +43,9 @@ RSpec.describe "Transactional producer", :kafka, timeout: 120 do
     later = producer.transaction { producer.produce_sync(topic: topic, payload: "later-#{id}") }
 
     expect(later.offset).to be > aborted.offset
-    expect(committed(aborted.offset, 1)).to eq(["later-#{id}"])
+    expect(committed_until(aborted.offset, "later-#{id}").grep(/#{id}/)).to eq(["later-#{id}"])
     # the aborted message was written, only hidden: read_uncommitted sees it
-    expect(uncommitted(aborted.offset, 1)).to eq(["aborted-#{id}"])
+    expect(uncommitted_at(aborted.offset)).to eq("aborted-#{id}")
   end
 
   it "aborts quietly on Sluice::AbortTransaction, returning nil" do
@@ -56,7 +58,8 @@ RSpec.describe "Transactional producer", :kafka, timeout: 120 do
     later = producer.transaction { producer.produce_sync(topic: topic, payload: "after-quiet-#{id}") }
 
     expect(value).to be_nil
-    expect(committed(aborted.offset, 1)).to eq(["after-quiet-#{id}"])
+    expect(committed_until(aborted.offset, "after-quiet-#{id}").grep(/#{id}/)).to eq(["after-quiet-#{id}"])
+    expect(uncommitted_at(aborted.offset)).to eq("quiet-abort-#{id}")
     expect(later.offset).to be > aborted.offset
   end
 
@@ -75,7 +78,8 @@ RSpec.describe "Transactional producer", :kafka, timeout: 120 do
 
     expect(inner_value).to eq(:inner)
     expect(inner_report.offset).to be > outer_report.offset
-    expect(committed(outer_report.offset, 1)).to eq(["final-#{id}"])
+    expect(committed_until(outer_report.offset, "final-#{id}").grep(/#{id}/)).to eq(["final-#{id}"])
+    expect(uncommitted_at(inner_report.offset)).to eq("inner-#{id}")
     expect(final.offset).to be > inner_report.offset
   end
 

@@ -138,7 +138,8 @@ RSpec.describe Sluice::Config do
       threads = live_threads
       fds = open_fds
       3.times { expect_invalid(/No such configuration property/) { |c| c.kafka = c.kafka.merge("no.such.property": 1) } }
-      expect([live_threads, open_fds]).to eq([threads, fds])
+      expect(live_threads).to be <= threads # (only other specs' collected garbage may lower the counts)
+      expect(open_fds).to be <= fds
     end
   end
 

@@ -64,6 +64,11 @@ RSpec.describe Sluice::KafkaError do
       expect(described_class.new(-152).retryable?).to be(false) # purge_queue
     end
 
+    it "names only codes librdkafka knows in its retryable list (a typo would silently make an error permanent)" do
+      expect(described_class::RETRYABLE.map { |code| described_class.code_for(described_class.number_for(code)) })
+        .to eq(described_class::RETRYABLE)
+    end
+
     it "lets librdkafka's own retriable flag win" do
       expect(described_class.new(-184, retryable: false).retryable?).to be(false)
       expect(described_class.new(10, retryable: true).retryable?).to be(true)

@@ -58,6 +58,14 @@ RSpec.describe "Message rules of Producer#produce_async" do
       expect_refused({ topic: "t" * 250, payload: "x" }, /topic must be 1 to 249 characters long, got 250/)
     end
 
+    # Kafka's own rule (org.apache.kafka.common.internals.Topic#validate): "." and ".." are not topic names.
+    # The broker refuses them (:topic_exception) after the message was accepted and enqueued.
+    [".", ".."].each do |topic|
+      it "refuses #{topic.inspect}, which Kafka does not allow as a topic name" do
+        expect_refused({ topic: topic, payload: "x" }, /topic/)
+      end
+    end
+
     ["with space", "slash/ed", "colon:", "nul\0byte", "ümlaut", "star*"].each do |topic|
       it "refuses the invalid characters of #{topic.inspect}" do
         expect_refused({ topic: topic, payload: "x" }, /topic .* has invalid characters \(allowed: ASCII letters, digits, '\.', '_', '-'\)/)
@@ -115,7 +123,7 @@ RSpec.describe "Message rules of Producer#produce_async" do
     end
 
     it "must not be negative" do
-      expect_refused(valid.merge(timestamp: -1), /timestamp must not be negative, got -1/)
+      expect_refused(valid.merge(timestamp: -1), /timestamp -1 is at or before the epoch/)
     end
 
     it "refuses a huge Integer as an invalid message, not with a RangeError" do

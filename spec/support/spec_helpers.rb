@@ -98,6 +98,24 @@ module SpecHelpers
 
   def record_events(monitor, *names) = EventRecorder.new(monitor, *names)
 
+  # Reads topic/partition from offset until the block accepts a message (that
+  # message included): for topics other runs may write to at the same time.
+  # @return [Array<Hash>] as #consume
+  def consume_until(topic, partition, offset, isolation: "read_uncommitted", timeout: 20)
+    consumer = Sluice::Native::Consumer.new(
+      [["bootstrap.servers", TestKafka::BROKERS], ["group.id", "sluice-spec-#{rand(1 << 30)}"],
+       ["enable.auto.commit", "false"], ["isolation.level", isolation], ["enable.partition.eof", "false"]]
+    )
+    consumer.assign([[topic, partition, offset]])
+    messages = []
+    until messages.last && yield(messages.last)
+      messages.concat(read_messages(consumer, 1, timeout))
+    end
+    messages
+  ensure
+    consumer&.close
+  end
+
   # Counts this process's open fds and live Ruby threads.
   def open_fds = Dir.children("/proc/self/fd").size
   def live_threads = Thread.list.count(&:alive?)

@@ -27,6 +27,7 @@ module Sluice
         @max_time = max_time
         @periodic_poll_interval = periodic_poll_interval
         @closed = false
+        @dispatching = 0
       end
 
       # Drains the queue for at most budget_ms (negative: until empty) and
@@ -34,10 +35,21 @@ module Sluice
       def serve(budget_ms = @max_time)
         return false if @closed
 
-        batch = @client.drain(budget_ms)
-        dispatch(batch) if batch
-        @client.exhausted?
+        @dispatching += 1
+        begin
+          batch = @client.drain(budget_ms)
+          dispatch(batch) if batch
+          @client.exhausted?
+        ensure
+          @dispatching -= 1
+          @notifier.notify
+        end
       end
+
+      # No drained batch is waiting to be dispatched. librdkafka counts a
+      # message as done once its report left the queue; a flush must also wait
+      # for our side, or a listener that yields the GVL lets it return early.
+      def settled? = @dispatching.zero?
 
       # Everything on the queue, however long it takes.
       def drain_all = serve(-1)
@@ -54,20 +66,29 @@ module Sluice
 
       private
 
+      # Every handle of the batch is resolved whatever happens: resolving cannot
+      # raise, and a failure while instrumenting one item is reported and the
+      # loop goes on (the reports are already off librdkafka's queue).
       def dispatch(batch)
         acks = @monitor.listening?("message.acknowledged")
         i = 0
         size = batch.size
         while i < size
           head = batch[i]
-          if head.is_a?(Symbol)
-            dispatch_event(head, batch[i + 1], batch[i + 2], batch[i + 3])
-          else
-            delivered(head.resolve(batch[i + 1], batch[i + 2], batch[i + 3]), acks)
+          report = head.resolve(batch[i + 1], batch[i + 2], batch[i + 3]) unless head.is_a?(Symbol)
+          begin
+            report ? delivered(report, acks) : dispatch_event(head, batch[i + 1], batch[i + 2], batch[i + 3])
+          rescue StandardError, ScriptError => e
+            dispatch_failed(e)
           end
           i += 4
         end
-        @notifier.notify
+      end
+
+      def dispatch_failed(error)
+        instrument("error.occurred", type: "poller.dispatch_error", error: error)
+      rescue StandardError, ScriptError
+        nil # the monitor could not report it either; polling must go on
       end
 
       def delivered(report, acks)
