@@ -7,8 +7,10 @@
 #
 #   ruby bench/cell.rb --mode fd --producers 25 --messages 20000 [--variant async|many_sync|one_thread]
 #
-# Latency needs the moment each handle resolves; a small prepend on
-# DeliveryHandle#resolve stamps it (one clock read per message, ~2% at 250k msg/s).
+# Throughput is measured on a burst nobody observes. Latency (produce call ->
+# delivery report dispatched) is measured on a second burst of the same size
+# with a message.acknowledged subscriber stamping each delivery, which costs
+# the poller an event per message.
 
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "sluice"
@@ -18,21 +20,25 @@ require "etc"
 require "objspace"
 
 module Bench
-  module StampResolve
-    attr_reader :resolved_at
-
-    def resolve(...)
-      @resolved_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      super
-    end
-  end
-
   # Reads this process's memory and threads from /proc.
   module ProcSelf
     module_function
 
     def rss_kb = File.read("/proc/self/status")[/^VmRSS:\s+(\d+)/, 1].to_i
     def os_threads = Dir.children("/proc/self/task").size
+
+    # CPU seconds per thread group: librdkafka's ("rdk:*"), our pollers
+    # ("sluice.*"), and the rest (the Ruby threads driving the producers).
+    def cpu_by_group
+      Dir.children("/proc/self/task").each_with_object(Hash.new(0.0)) do |tid, acc|
+        comm = File.read("/proc/self/task/#{tid}/comm").strip
+        fields = File.read("/proc/self/task/#{tid}/stat").split(") ").last.split
+        group = if comm.start_with?("rdk:") then :librdkafka elsif comm.start_with?("sluice.") then :polling else :ruby end
+        acc[group] += (fields[11].to_i + fields[12].to_i) / Etc.sysconf(Etc::SC_CLK_TCK).to_f
+      rescue Errno::ENOENT
+        next
+      end
+    end
 
     # CPU seconds of the native thread whose name starts with prefix (Ruby names native threads).
     def thread_cpu(prefix)
@@ -56,7 +62,6 @@ module Bench
     end
 
     def run
-      Sluice::DeliveryHandle.prepend(StampResolve)
       ensure_topic
       rss_before = ProcSelf.rss_kb
       threads_before = Thread.list.size
@@ -67,9 +72,13 @@ module Bench
       os_threads = ProcSelf.os_threads
       poller_cpu_before = ProcSelf.thread_cpu("sluice.poller")
       cpu_before = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
-      started, stamps, handles = drive(producers)
+      groups_before = ProcSelf.cpu_by_group
+      started, _, handles = drive(producers)
+      finished = now
       cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu_before
-      report(producers, started, stamps, handles, cpu,
+      groups = ProcSelf.cpu_by_group.to_h { |group, seconds| [group, seconds - groups_before[group]] }
+      latencies = latency_burst(producers)
+      report(producers, finished - started, latencies, handles, cpu, groups,
              rss_before: rss_before, rss_connected: rss_connected, ruby_threads: ruby_threads, os_threads: os_threads,
              poller_cpu: ProcSelf.thread_cpu("sluice.poller") - poller_cpu_before)
     ensure
@@ -106,7 +115,7 @@ module Bench
         count.times do |i|
           producers.each_with_index do |p, n|
             stamps[n][i] = now
-            handles[n] << p.produce_async(topic: @topic, payload: @payload)
+            handles[n] << p.produce_async(message(n, i))
           end
         end
         handles.each { |list| list.each(&:wait) }
@@ -116,7 +125,7 @@ module Bench
       threads = producers.each_with_index.map do |producer, n|
         Thread.new do
           gate.pop
-          handles[n] = send(:"drive_#{@opts[:variant]}", producer, stamps[n], count)
+          handles[n] = send(:"drive_#{@opts[:variant]}", producer, n, stamps[n], count)
         end
       end
       started = now
@@ -125,37 +134,50 @@ module Bench
       [started, stamps, handles]
     end
 
-    def drive_async(producer, stamps, count)
+    def drive_async(producer, n, stamps, count)
       list = Array.new(count) do |i|
         stamps[i] = now
-        producer.produce_async(topic: @topic, payload: @payload)
+        producer.produce_async(message(n, i))
       end
       list.each(&:wait)
       list
     end
 
-    def drive_many_sync(producer, stamps, count)
+    def drive_many_sync(producer, n, stamps, count)
       batch = 1_000
       (0...count).step(batch).flat_map do |first|
-        messages = Array.new([batch, count - first].min) { { topic: @topic, payload: @payload } }
+        messages = Array.new([batch, count - first].min) { |i| message(n, first + i) }
         t = now
         messages.size.times { |i| stamps[first + i] = t }
         producer.produce_many_async(messages).each(&:wait)
       end
     end
 
-    def report(producers, started, stamps, handles, cpu, **extra)
+    # A second burst, observed: each delivery stamped by a message.acknowledged
+    # subscriber. @return [Array<Float>] sorted latencies in seconds
+    def latency_burst(producers)
+      delivered_at = {}
+      producers.each { |p| p.monitor.subscribe("message.acknowledged") { |e| delivered_at[e[:label]] = now } }
+      @label = true
+      _, stamps, = drive(producers)
+      stamps.each_with_index.flat_map do |list, n|
+        list.each_with_index.map { |t, i| delivered_at.fetch([n, i]) - t }
+      end.sort
+    ensure
+      @label = false
+    end
+
+    def report(producers, elapsed, latencies, handles, cpu, groups, **extra)
       all = handles.flatten
-      latencies = []
-      stamps.each_with_index { |list, n| list.each_with_index { |t, i| latencies << (handles[n][i].resolved_at - t) } }
-      latencies.sort!
-      finished = all.map(&:resolved_at).max
-      errors = all.count { |h| h.report.error }
+      errors = all.count(&:error)
       messages = all.size
       {
         mode: @opts[:mode], variant: @opts[:variant], producers: producers.size, messages_per_producer: @opts[:messages],
-        delivered: messages - errors, errors: errors, elapsed_s: (finished - started).round(4),
-        rate: (messages / (finished - started)).round, cpu_us_per_msg: (cpu / messages * 1e6).round(2),
+        delivered: messages - errors, errors: errors, elapsed_s: elapsed.round(4),
+        rate: (messages / elapsed).round, cpu_us_per_msg: (cpu / messages * 1e6).round(2),
+        # Ruby-side CPU: the threads driving producers plus the polling threads (not librdkafka's)
+        ruby_cpu_us_per_msg: ((groups[:ruby] + groups[:polling]) / messages * 1e6).round(2),
+        cpu_us_per_msg_by_group: groups.transform_values { |s| (s / messages * 1e6).round(2) },
         p50_ms: (percentile(latencies, 0.50) * 1000).round(2), p99_ms: (percentile(latencies, 0.99) * 1000).round(2),
         ruby_threads: extra[:ruby_threads], os_threads: extra[:os_threads],
         rss_before_kb: extra[:rss_before], rss_connected_kb: extra[:rss_connected], rss_after_kb: ProcSelf.rss_kb,
@@ -174,6 +196,13 @@ module Bench
     # A pending handle: the object plus its slot in the native in-flight table (8 + 4 bytes).
     def handle_bytes(handle)
       ObjectSpace.memsize_of(handle) + 12
+    end
+
+    # The Hash a user would pass; labelled only in the latency burst.
+    def message(producer_index, index)
+      return { topic: @topic, payload: @payload } unless @label
+
+      { topic: @topic, payload: @payload, label: [producer_index, index] }
     end
 
     def percentile(sorted, q) = sorted.empty? ? 0 : sorted[((sorted.size - 1) * q).round]

@@ -52,6 +52,7 @@ typedef struct {
 static VALUE cClient;
 static ID id_topic, id_payload, id_key, id_partition, id_partition_key, id_timestamp, id_headers, id_label;
 static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log;
+static ID id_iv_partition, id_iv_offset; /* DeliveryHandle's report fields (lib/sluice/delivery_handle.rb) */
 
 /* ------------------------------------------------------------------ lifecycle */
 
@@ -495,14 +496,27 @@ static void push4(VALUE batch, VALUE a, VALUE b, VALUE c, VALUE d) {
 
 static VALUE str_or_nil(const char *s) { return s ? rb_str_new_cstr(s) : Qnil; }
 
-static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch) {
+/*
+ * A successful delivery is recorded on its handle right here — @partition,
+ * then @offset, which ends DeliveryHandle#pending? — because this is the one
+ * per-message step of every produce; Ruby sees the handle again only when it
+ * asked to (acks != 0: someone listens to message.acknowledged). A failed
+ * delivery goes to Ruby whole, which builds the KafkaError.
+ */
+static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks) {
     switch (rd_kafka_event_type(ev)) {
     case RD_KAFKA_EVENT_DR: {
         const rd_kafka_message_t *msg;
         while ((msg = rd_kafka_event_message_next(ev))) {
             VALUE handle = slot_release(c, (long)(uintptr_t)msg->_private - 1);
             if (NIL_P(handle)) continue;
-            push4(batch, handle, INT2FIX(msg->partition), LL2NUM(msg->offset), INT2FIX(msg->err));
+            if (msg->err) {
+                push4(batch, handle, INT2FIX(msg->partition), LL2NUM(msg->offset), INT2FIX(msg->err));
+                continue;
+            }
+            rb_ivar_set(handle, id_iv_partition, INT2FIX(msg->partition));
+            rb_ivar_set(handle, id_iv_offset, LL2NUM(msg->offset));
+            if (acks) push4(batch, handle, Qnil, Qnil, INT2FIX(0));
         }
         break;
     }
@@ -534,37 +548,38 @@ static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch) {
 }
 
 /*
- * #drain(budget_ms) -> Array or nil
+ * #drain(budget_ms, acks) -> Array or nil
  *
  * Non-blocking polls that keep the GVL, until the queue is empty or budget_ms
- * (negative: no budget) is spent. Returns nil when nothing was queued, else a
+ * (negative: no budget) is spent. Successful deliveries are recorded on their
+ * handles (see serve_event). Returns nil when nothing is left for Ruby, else a
  * flat Array of quads in queue order:
- *   handle, partition, offset, error_code         (a delivery report)
+ *   handle, partition, offset, error_code   (a failed delivery, to resolve)
+ *   handle, nil, nil, 0                     (delivered; only when acks is true)
  *   :error, code, reason, fatal
  *   :statistics, json, nil, nil
  *   :oauthbearer_token_refresh, config, nil, nil
  *   :log, level, facility, message
  * #exhausted? then tells whether the budget ran out with events left.
  */
-static VALUE client_drain(VALUE self, VALUE budget) {
+static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
     client_t *c = client_open(self);
+    VALUE batch = rb_ary_new(); /* reused below, returned only when Ruby has work */
     double budget_ms = NUM2DBL(budget);
     double deadline = budget_ms < 0 ? INFINITY : sluice_now_ms() + budget_ms;
-    VALUE batch = Qnil;
     c->exhausted = 0;
     for (;;) {
         rd_kafka_event_t *ev = c->pending ? c->pending : rd_kafka_queue_poll(c->queue, 0);
         c->pending = NULL;
         if (!ev) break;
-        if (NIL_P(batch)) batch = rb_ary_new_capa(64);
-        serve_event(c, ev, batch);
+        serve_event(c, ev, batch, RTEST(acks));
         rd_kafka_event_destroy(ev);
         if (sluice_now_ms() >= deadline) {
             c->exhausted = rd_kafka_queue_length(c->queue) > 0;
             break;
         }
     }
-    return batch;
+    return RARRAY_LEN(batch) ? batch : Qnil;
 }
 
 static VALUE client_exhausted_p(VALUE self) { return client_get(self)->exhausted ? Qtrue : Qfalse; }
@@ -992,7 +1007,7 @@ void sluice_init_client(void) {
     rb_define_method(cClient, "initialize", client_initialize, 1);
     rb_define_method(cClient, "validate", client_validate, 1);
     rb_define_method(cClient, "produce", client_produce, -1);
-    rb_define_method(cClient, "drain", client_drain, 1);
+    rb_define_method(cClient, "drain", client_drain, 2);
     rb_define_method(cClient, "exhausted?", client_exhausted_p, 0);
     rb_define_method(cClient, "wait_events", client_wait_events, 1);
     rb_define_method(cClient, "interrupt_wait", client_interrupt_wait, 0);
@@ -1033,4 +1048,6 @@ void sluice_init_client(void) {
     sym_statistics = ID2SYM(rb_intern("statistics"));
     sym_oauthbearer_token_refresh = ID2SYM(rb_intern("oauthbearer_token_refresh"));
     sym_log = ID2SYM(rb_intern("log"));
+    id_iv_partition = rb_intern("@partition");
+    id_iv_offset = rb_intern("@offset");
 }

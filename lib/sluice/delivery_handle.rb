@@ -1,19 +1,23 @@
 # frozen_string_literal: true
 
 module Sluice
-  # The pending result of produce_async. Resolved by the poller; small on
-  # purpose (one of these exists per message in flight).
-  class DeliveryHandle
-    attr_reader :topic, :label, :report
-
+  # The pending result of produce_async. Once resolved, the handle is its own
+  # DeliveryReport: one object per message in flight, no second allocation
+  # when the report arrives (this is the hot path of every produce).
+  class DeliveryHandle < DeliveryReport
+    # rubocop:disable Lint/MissingSuper -- a report whose fields arrive later
     def initialize(notifier, topic, label)
-      @notifier = notifier
       @topic = topic
       @label = label
-      @report = nil
+      @notifier = notifier
+      @offset = nil # set by #resolve: nil means pending
     end
+    # rubocop:enable Lint/MissingSuper
 
-    def pending? = @report.nil?
+    def pending? = @offset.nil?
+
+    # The report (this handle) once resolved, nil while pending.
+    def report = @offset.nil? ? nil : self
 
     # Waits for the delivery report.
     # @param max_wait_timeout [Numeric] ms; default: the producer's max_wait_timeout
@@ -21,21 +25,23 @@ module Sluice
     # @return [DeliveryReport]
     # @raise [Errors::WaitTimeoutError] the handle stays pending and can be waited on again
     # @raise [Errors::ProduceError]
-    def wait(max_wait_timeout: @notifier.max_wait_timeout, raise_response_error: true)
-      report = @report || @notifier.wait_for(self, max_wait_timeout)
-      raise Errors::ProduceError.new(report.error, delivery_report: report) if raise_response_error && report.error
+    def wait(max_wait_timeout: nil, raise_response_error: true)
+      @notifier.wait_for(self, max_wait_timeout || @notifier.max_wait_timeout) if @offset.nil?
+      raise Errors::ProduceError.new(@error, delivery_report: self) if raise_response_error && @error
 
-      report
+      self
     end
 
-    # @api private — the poller's side: record the outcome once.
+    # @api private — records a failed delivery (or a purge at close). A
+    # successful one is recorded by the native drain, which sets @partition and
+    # then @offset (ext/sluice/client.c, serve_event): keep those names.
     def resolve(partition, offset, error_number)
-      error = KafkaError.new(error_number) unless error_number.zero?
-      @report = DeliveryReport.new(@topic, partition, offset, error, @label)
+      @error = KafkaError.new(error_number) unless error_number.zero?
+      @partition = partition
+      @offset = offset
+      self
     end
 
-    def inspect
-      "#<#{self.class.name} topic=#{@topic.inspect} #{pending? ? 'pending' : @report.inspect}>"
-    end
+    def inspect = pending? ? "#<#{self.class.name} topic=#{@topic.inspect} pending>" : super
   end
 end

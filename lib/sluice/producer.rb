@@ -42,7 +42,7 @@ module Sluice
     # @return [DeliveryHandle]
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
     def produce_async(message)
-      ensure_open!
+      raise Errors::ProducerClosedError, "producer #{@id} is closed" if @closing
       raise Errors::MessageInvalidError, "message must be a Hash, got #{message.class}" unless message.is_a?(Hash)
 
       handle = DeliveryHandle.new(@notifier, message[:topic], message[:label])

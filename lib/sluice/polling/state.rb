@@ -37,7 +37,7 @@ module Sluice
 
         @dispatching += 1
         begin
-          batch = @client.drain(budget_ms)
+          batch = @client.drain(budget_ms, @monitor.listening?("message.acknowledged"))
           dispatch(batch) if batch
           @client.exhausted?
         ensure
@@ -66,18 +66,26 @@ module Sluice
 
       private
 
-      # Every handle of the batch is resolved whatever happens: resolving cannot
-      # raise, and a failure while instrumenting one item is reported and the
-      # loop goes on (the reports are already off librdkafka's queue).
+      # Successful deliveries were recorded on their handles in C; what comes
+      # here is failures to resolve, deliveries to acknowledge (only when
+      # someone listens) and events. Every failed handle is resolved whatever
+      # happens: resolving cannot raise, and a failure while instrumenting one
+      # item is reported and the loop goes on (the reports are already off
+      # librdkafka's queue).
       def dispatch(batch)
-        acks = @monitor.listening?("message.acknowledged")
         i = 0
         size = batch.size
         while i < size
           head = batch[i]
-          report = head.resolve(batch[i + 1], batch[i + 2], batch[i + 3]) unless head.is_a?(Symbol)
           begin
-            report ? delivered(report, acks) : dispatch_event(head, batch[i + 1], batch[i + 2], batch[i + 3])
+            if head.is_a?(Symbol)
+              dispatch_event(head, batch[i + 1], batch[i + 2], batch[i + 3])
+            elsif batch[i + 3].zero?
+              @monitor.instrument("message.acknowledged", producer_id: @producer_id, topic: head.topic,
+                                                          partition: head.partition, offset: head.offset, label: head.label)
+            else
+              failed(head.resolve(batch[i + 1], batch[i + 2], batch[i + 3]))
+            end
           rescue StandardError, ScriptError => e
             dispatch_failed(e)
           end
@@ -91,14 +99,9 @@ module Sluice
         nil # the monitor could not report it either; polling must go on
       end
 
-      def delivered(report, acks)
-        if report.error
-          instrument("error.occurred", type: "librdkafka.dispatch_error", error: Errors::ProduceError.new(report.error, delivery_report: report),
-                                       topic: report.topic, partition: report.partition, offset: report.offset, label: report.label)
-        elsif acks
-          @monitor.instrument("message.acknowledged", producer_id: @producer_id, topic: report.topic, partition: report.partition,
-                                                      offset: report.offset, label: report.label)
-        end
+      def failed(report)
+        instrument("error.occurred", type: "librdkafka.dispatch_error", error: Errors::ProduceError.new(report.error, delivery_report: report),
+                                     topic: report.topic, partition: report.partition, offset: report.offset, label: report.label)
       end
 
       def dispatch_event(type, a, b, c)
