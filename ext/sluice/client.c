@@ -45,6 +45,8 @@ typedef struct {
     int32_t *free_slots;       /* stack of free slots; capacity >= inflight length */
     long free_count, free_capa;
     long inflight_count;
+    VALUE handle_class;        /* what #produce returns (Sluice::DeliveryHandle) */
+    VALUE notifier;            /* given to every handle: wakes its waiters */
     topic_entry_t topics[TOPIC_CACHE_MAX]; /* topic handles, so produce skips librdkafka's by-name lookup */
     int topic_count;
 } client_t;
@@ -52,18 +54,23 @@ typedef struct {
 static VALUE cClient;
 static ID id_topic, id_payload, id_key, id_partition, id_partition_key, id_timestamp, id_headers, id_label;
 static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log;
-static ID id_iv_partition, id_iv_offset; /* DeliveryHandle's report fields (lib/sluice/delivery_handle.rb) */
+/* DeliveryHandle's fields (lib/sluice/delivery_handle.rb): set here on the hot paths */
+static ID id_iv_topic, id_iv_label, id_iv_notifier, id_iv_partition, id_iv_offset;
 
 /* ------------------------------------------------------------------ lifecycle */
 
 static void client_mark(void *p) {
     client_t *c = p;
     rb_gc_mark_movable(c->inflight);
+    rb_gc_mark_movable(c->handle_class);
+    rb_gc_mark_movable(c->notifier);
 }
 
 static void client_compact(void *p) {
     client_t *c = p;
     c->inflight = rb_gc_location(c->inflight);
+    c->handle_class = rb_gc_location(c->handle_class);
+    c->notifier = rb_gc_location(c->notifier);
 }
 
 static void close_pipe(client_t *c) {
@@ -145,7 +152,7 @@ static VALUE client_alloc(VALUE klass) {
     client_t *c;
     VALUE self = TypedData_Make_Struct(klass, client_t, &client_type, c);
     c->wake_r = c->wake_w = -1;
-    c->inflight = Qnil;
+    c->inflight = c->handle_class = c->notifier = Qnil;
     c->pid = sluice_current_pid;
     return self;
 }
@@ -285,7 +292,7 @@ static rd_kafka_topic_t *topic_handle(client_t *c, const char *name, size_t len)
 /* ------------------------------------------------------------------ message validation */
 
 typedef struct {
-    VALUE topic, payload, key, headers;
+    VALUE topic, payload, key, headers, label, partition_key;
     int32_t partition;
     int64_t timestamp; /* ms; -1 when not given (0 is a valid time: the epoch) */
     long header_count;
@@ -368,7 +375,8 @@ static int read_field(VALUE key, VALUE value, VALUE arg) {
     else if (id == id_partition_key) f->partition_key = value;
     else if (id == id_timestamp) f->timestamp = value;
     else if (id == id_headers) f->m->headers = value;
-    else if (id != id_label) {
+    else if (id == id_label) f->m->label = value;
+    else {
         if (NIL_P(f->unknown)) f->unknown = rb_ary_new();
         rb_ary_push(f->unknown, key);
     }
@@ -381,10 +389,11 @@ static int read_field(VALUE key, VALUE value, VALUE arg) {
  */
 static void message_read(VALUE hash, message_t *m) {
     if (!RB_TYPE_P(hash, T_HASH)) invalid("message must be a Hash, got %" PRIsVALUE, rb_obj_class(hash));
-    m->topic = m->payload = m->key = m->headers = Qnil;
+    m->topic = m->payload = m->key = m->headers = m->label = Qnil;
     struct fields f = {m, Qnil, Qnil, Qnil, Qnil};
     rb_hash_foreach(hash, read_field, (VALUE)&f);
     VALUE partition = f.partition, partition_key = f.partition_key, timestamp = f.timestamp;
+    m->partition_key = partition_key;
     if (!NIL_P(f.unknown))
         invalid("unknown message keys: %" PRIsVALUE
                 " (known: topic, payload, key, partition, partition_key, timestamp, headers, label)",
@@ -435,22 +444,41 @@ static VALUE client_validate(VALUE self, VALUE message) {
     return Qnil;
 }
 
+/* #handles(klass, notifier) — what #produce builds its handles from. */
+static VALUE client_handles(VALUE self, VALUE klass, VALUE notifier) {
+    client_t *c = client_get(self);
+    Check_Type(klass, T_CLASS);
+    RB_OBJ_WRITE(self, &c->handle_class, klass);
+    RB_OBJ_WRITE(self, &c->notifier, notifier);
+    return Qnil;
+}
+
 /*
- * #produce(message, handle, partition = nil) -> 0 or a librdkafka error code
+ * #produce(message, partition = nil) -> DeliveryHandle, error code, or false
  *
- * Keeps the GVL: rd_kafka_produceva only enqueues (it never blocks without
- * RD_KAFKA_MSG_F_BLOCK), and releasing the GVL would cost more than the call.
- * `partition` overrides the message's partition (Ruby resolves partition_key).
+ * Validates the message, builds its handle (@topic, @label, @notifier) and
+ * enqueues it. Returns the librdkafka error code (Integer) when enqueuing
+ * failed, and false — before enqueuing anything — when the message has a
+ * partition_key and no partition: Ruby resolves the key, then calls again
+ * with the partition. Keeps the GVL: rd_kafka_produceva only enqueues (it
+ * never blocks without RD_KAFKA_MSG_F_BLOCK), and releasing the GVL would cost
+ * more than the call.
  */
 static VALUE client_produce(int argc, VALUE *argv, VALUE self) {
-    VALUE message, handle, partition;
-    rb_scan_args(argc, argv, "21", &message, &handle, &partition);
+    VALUE message, partition;
+    rb_scan_args(argc, argv, "11", &message, &partition);
     client_t *c = client_open(self);
     message_t m;
     message_read(message, &m);
+    if (NIL_P(partition) && m.partition == RD_KAFKA_PARTITION_UA && !NIL_P(m.partition_key)) return Qfalse;
     if (!NIL_P(partition)) m.partition = NUM2INT(partition);
     const char *topic = StringValueCStr(m.topic);
+    if (NIL_P(c->handle_class)) rb_raise(rb_eRuntimeError, "Client#handles was not called");
 
+    VALUE handle = rb_obj_alloc(c->handle_class);
+    rb_ivar_set(handle, id_iv_topic, m.topic);
+    rb_ivar_set(handle, id_iv_label, m.label);
+    rb_ivar_set(handle, id_iv_notifier, c->notifier);
     long slot = slot_acquire(c, handle);
     /* Nothing below raises: the slot is released on every failure path. */
     rd_kafka_vu_t vu[8];
@@ -479,7 +507,7 @@ static VALUE client_produce(int argc, VALUE *argv, VALUE self) {
         vu[n].vtype = RD_KAFKA_VTYPE_HEADERS, vu[n++].u.headers = hdrs;
     }
     rd_kafka_error_t *error = rd_kafka_produceva(c->rk, vu, n);
-    if (!error) return INT2FIX(0);
+    if (!error) return handle;
     rd_kafka_resp_err_t code = rd_kafka_error_code(error);
     rd_kafka_error_destroy(error);
     if (hdrs) rd_kafka_headers_destroy(hdrs); /* only taken over on success */
@@ -1006,6 +1034,7 @@ void sluice_init_client(void) {
     rb_define_alloc_func(cClient, client_alloc);
     rb_define_method(cClient, "initialize", client_initialize, 1);
     rb_define_method(cClient, "validate", client_validate, 1);
+    rb_define_method(cClient, "handles", client_handles, 2);
     rb_define_method(cClient, "produce", client_produce, -1);
     rb_define_method(cClient, "drain", client_drain, 2);
     rb_define_method(cClient, "exhausted?", client_exhausted_p, 0);
@@ -1048,6 +1077,9 @@ void sluice_init_client(void) {
     sym_statistics = ID2SYM(rb_intern("statistics"));
     sym_oauthbearer_token_refresh = ID2SYM(rb_intern("oauthbearer_token_refresh"));
     sym_log = ID2SYM(rb_intern("log"));
+    id_iv_topic = rb_intern("@topic");
+    id_iv_label = rb_intern("@label");
+    id_iv_notifier = rb_intern("@notifier");
     id_iv_partition = rb_intern("@partition");
     id_iv_offset = rb_intern("@offset");
 }

@@ -4,16 +4,20 @@ module Sluice
   # The pending result of produce_async. Once resolved, the handle is its own
   # DeliveryReport: one object per message in flight, no second allocation
   # when the report arrives (this is the hot path of every produce).
+  #
+  # The native client builds handles (@topic, @label, @notifier) and records
+  # successful deliveries (@partition, then @offset) itself: see
+  # ext/sluice/client.c before renaming a field.
   class DeliveryHandle < DeliveryReport
     # rubocop:disable Lint/MissingSuper -- a report whose fields arrive later
     def initialize(notifier, topic, label)
       @topic = topic
       @label = label
       @notifier = notifier
-      @offset = nil # set by #resolve: nil means pending
     end
     # rubocop:enable Lint/MissingSuper
 
+    # @offset stays unset until the delivery report arrives.
     def pending? = @offset.nil?
 
     # The report (this handle) once resolved, nil while pending.

@@ -29,6 +29,7 @@ module Sluice
       @monitor = @config.monitor || Monitor.new(logger: @config.logger)
       @client = Native::Client.new(@config.kafka_pairs)
       @notifier = DeliveryNotifier.new(@config.max_wait_timeout)
+      @client.handles(DeliveryHandle, @notifier)
       @partitioner = Partitioner.new(@client, @config.max_wait_timeout)
       @transaction_mutex = Mutex.new
       @lifecycle = Mutex.new
@@ -43,11 +44,9 @@ module Sluice
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
     def produce_async(message)
       raise Errors::ProducerClosedError, "producer #{@id} is closed" if @closing
-      raise Errors::MessageInvalidError, "message must be a Hash, got #{message.class}" unless message.is_a?(Hash)
 
-      handle = DeliveryHandle.new(@notifier, message[:topic], message[:label])
-      enqueue(message, handle)
-      handle
+      handle = @client.produce(message)
+      handle.is_a?(DeliveryHandle) ? handle : produce_slowly(message, handle)
     end
 
     # Produces and waits for the delivery report (config.max_wait_timeout).
@@ -138,23 +137,30 @@ module Sluice
       raise Errors::ProducerClosedError, "producer #{@id} is closed" if @closing
     end
 
-    def enqueue(message, handle)
-      partition = @partitioner.call(message) if message[:partition].nil? && message.key?(:partition_key)
-      code = @client.produce(message, handle, partition)
-      code = retry_on_full_queue(message, handle, partition) if code == QUEUE_FULL
-      raise Errors::ProduceError, KafkaError.new(code) unless code.zero?
+    # What #produce_async does when the native produce did not return a handle:
+    # false asks us to resolve partition_key first; an Integer is librdkafka's error.
+    def produce_slowly(message, result)
+      partition = nil
+      if result == false
+        partition = @partitioner.call(message)
+        result = @client.produce(message, partition)
+      end
+      result = retry_on_full_queue(message, partition) if result == QUEUE_FULL
+      raise Errors::ProduceError, KafkaError.new(result) if result.is_a?(Integer)
+
+      result
     end
 
     # librdkafka's local queue (queue.buffering.max.messages) is full: wait for
     # room, bounded by config.wait_timeout_on_queue_full.
-    def retry_on_full_queue(message, handle, partition)
+    def retry_on_full_queue(message, partition)
       return QUEUE_FULL unless @config.wait_on_queue_full
 
       deadline = now + (@config.wait_timeout_on_queue_full / 1000.0)
       while now < deadline
         make_room
-        code = @client.produce(message, handle, partition)
-        return code unless code == QUEUE_FULL
+        result = @client.produce(message, partition)
+        return result unless result == QUEUE_FULL
       end
       QUEUE_FULL
     end
