@@ -7,7 +7,14 @@ module Sluice
   # poller resolves handles in batches and broadcasts once per batch, and only
   # when someone waits. Both primitives cooperate with a Fiber.scheduler, so a
   # waiting fiber lets the others run.
+  #
+  # A wait on the producer's own polling thread (produce_sync in a callback)
+  # cannot sleep: nobody else would deliver the report. It serves the queue
+  # itself instead.
   class DeliveryNotifier
+    # How long one inline poll blocks (ms) when waiting on the polling thread.
+    PUMP_MS = 10
+
     attr_reader :max_wait_timeout
 
     def initialize(max_wait_timeout)
@@ -15,6 +22,20 @@ module Sluice
       @mutex = Mutex.new
       @resolved = ConditionVariable.new
       @waiters = 0
+      @poller = nil
+      @state = nil
+    end
+
+    # @api private — the producer's polling and its poll state, for inline waits.
+    def attach(poller, state)
+      @poller = poller
+      @state = state
+    end
+
+    # @api private — on the polling thread: wait up to timeout_ms for events and
+    # dispatch them here.
+    def pump(timeout_ms = PUMP_MS)
+      @state.drain_all if @state.client.wait_events(timeout_ms)
     end
 
     # Called by the poller after resolving handles. Reading @waiters unlocked is
@@ -30,6 +51,8 @@ module Sluice
     # @raise [Errors::WaitTimeoutError] after timeout_ms (the handle stays pending)
     def wait_for(handle, timeout_ms)
       deadline = now + (timeout_ms / 1000.0)
+      return pump_until(handle, deadline, timeout_ms) if @poller&.in_poller_thread?
+
       @mutex.synchronize do
         @waiters += 1
         while handle.pending?
@@ -63,6 +86,15 @@ module Sluice
     end
 
     private
+
+    def pump_until(handle, deadline, timeout_ms)
+      while handle.pending?
+        raise Errors::WaitTimeoutError.new("no delivery report within #{timeout_ms} ms", handle: handle) if now >= deadline
+
+        pump
+      end
+      handle.report
+    end
 
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end

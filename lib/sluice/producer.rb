@@ -96,6 +96,9 @@ module Sluice
     #   still queued is purged and its handles resolve with an error.
     def close(timeout: nil)
       return if @closed || @lifecycle.owned? # a callback of our own close: the outer call finishes
+      # On the polling thread, never wait for a close running elsewhere: it waits
+      # for this very thread, and finishes as soon as the callback returns.
+      return if @lifecycle.locked? && @poller.in_poller_thread?
 
       @lifecycle.synchronize do
         return if @closed
@@ -127,6 +130,7 @@ module Sluice
                 else
                   @config.polling.poller || Polling::Poller.instance
                 end
+      @notifier.attach(@poller, @state)
       @poller.register(@state)
     rescue StandardError
       @client.destroy
@@ -168,7 +172,7 @@ module Sluice
     def make_room
       backoff = @config.wait_backoff_on_queue_full
       if @poller.in_poller_thread?
-        @state.drain_all if @client.wait_events(backoff) # nobody else polls while we are the poller
+        @notifier.pump(backoff) # nobody else polls while we are the poller
       else
         sleep(backoff / 1000.0)
       end
@@ -202,7 +206,7 @@ module Sluice
       until @client.outq_len.zero?
         return false if deadline && now >= deadline
 
-        @state.drain_all if @client.wait_events(10)
+        @notifier.pump
       end
       true
     end

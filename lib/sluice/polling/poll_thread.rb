@@ -52,7 +52,8 @@ module Sluice
         failures = 0
         while @running
           begin
-            @state.serve while @running && @state.client.wait_events(WAIT_MS)
+            # serve first: a turn cut short by max_time left a backlog to finish
+            @state.client.wait_events(WAIT_MS) if !@state.serve && @running
             failures = 0
           rescue StandardError, ScriptError => e
             failures += 1

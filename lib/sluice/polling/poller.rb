@@ -42,17 +42,18 @@ module Sluice
         reset
       end
 
-      # Producers registered (or about to be).
-      def count = @mutex.synchronize { @count }
+      # Producers registered (or about to be). In a forked child: none (the
+      # parent's producers cannot be served there).
+      def count = forked? ? 0 : @mutex.synchronize { @count }
 
-      def alive? = @mutex.synchronize { !@thread.nil? && @thread.alive? }
+      def alive? = !forked? && @mutex.synchronize { !@thread.nil? && @thread.alive? }
 
       def in_poller_thread? = Thread.current.thread_variable_get(THREAD_KEY).equal?(self)
 
       # Counters since the poller was created: waits that returned, producers
       # served after a wake-up, drains re-armed because max_time ran out, and
       # periodic polls of every producer.
-      def stats = { waits: @waits, wakeups: @wakeups, rearms: @rearms, periodic_polls: @periodic_polls }
+      def stats = forked? ? { waits: 0, wakeups: 0, rearms: 0, periodic_polls: 0 } : { waits: @waits, wakeups: @wakeups, rearms: @rearms, periodic_polls: @periodic_polls }
 
       # @api private — Producer calls this with its poll state.
       def register(state)
@@ -123,8 +124,12 @@ module Sluice
         @waits += 1
         @wakeups += ready.size
         ready.each { |token| serve(@states[token]) }
+        # A callback may have closed our last producer inline, handing the
+        # poller over to a successor thread: from then on everything is its job.
+        return unless owner?
+
         run_commands
-        periodic_poll if now >= @next_periodic
+        periodic_poll if owner? && now >= @next_periodic
         @failures = 0
       rescue StandardError, ScriptError => e
         recover(e)
@@ -133,7 +138,7 @@ module Sluice
       def serve(state)
         # A thread that was told to stop (inline unregister of the last
         # producer) must not serve producers a successor thread now owns.
-        return unless state && @thread.equal?(Thread.current)
+        return unless state && owner?
 
         return unless state.serve
 
@@ -153,8 +158,12 @@ module Sluice
         [((@next_periodic - now) * 1000).ceil, 0].max
       end
 
+      def owner? = @thread.equal?(Thread.current)
+
+      # Only the owning thread applies commands, so every producer is added by
+      # the thread that will serve it.
       def run_commands
-        commands = @mutex.synchronize { @commands.empty? ? nil : @commands.slice!(0..) }
+        commands = @mutex.synchronize { @commands.empty? || !owner? ? nil : @commands.slice!(0..) }
         commands&.each { |name, state, latch| name == :register ? add(state) : remove(state, latch) }
       end
 
@@ -165,6 +174,7 @@ module Sluice
         @selector.add(state.wakeup_fd, token)
         interval = state_interval(state)
         @periodic_interval = [@periodic_interval || interval, interval].min
+        @next_periodic = [@next_periodic, now + interval].min # a shorter interval applies at once
         state.instrument("poller.producer_registered", poller_id: @id)
         serve(state) # events queued before the pipe existed gave no wake-up
       end

@@ -12,6 +12,9 @@ module Sluice
     # unwind through librdkafka.
     class State
       # syslog levels of librdkafka log lines -> Logger severities
+      # Items dispatched between two looks at the clock (x4: quads).
+      CHECK_EVERY = 8 * 4
+
       LOG_SEVERITIES = [Logger::FATAL, Logger::FATAL, Logger::FATAL, Logger::ERROR,
                         Logger::WARN, Logger::INFO, Logger::INFO, Logger::DEBUG].freeze
 
@@ -28,17 +31,28 @@ module Sluice
         @periodic_poll_interval = periodic_poll_interval
         @closed = false
         @dispatching = 0
+        @backlog = nil # drained, not yet dispatched: flat quads (see Client#drain)
+        @backlog_at = 0
       end
 
-      # Drains the queue for at most budget_ms (negative: until empty) and
-      # dispatches what it found. @return [Boolean] events were left (budget spent)
+      # Drains the queue and dispatches what it found, for at most budget_ms
+      # (negative: until empty). Dispatch counts against the budget too: it is
+      # where user code runs. What is left waits in a backlog for the next turn.
+      # @return [Boolean] work is left (the budget ran out)
       def serve(budget_ms = @max_time)
         return false if @closed
+        return serve_nested(budget_ms) if @dispatching.positive?
 
         @dispatching += 1
         begin
-          batch = @client.drain(budget_ms, @monitor.listening?("message.acknowledged"))
-          dispatch(batch) if batch
+          deadline = now + (budget_ms / 1000.0) unless budget_ms.negative?
+          return true unless dispatch_backlog(deadline)
+          return false if @closed # a callback closed the producer meanwhile
+
+          @backlog = @client.drain(budget_ms, acks?)
+          @backlog_at = 0
+          return true unless dispatch_backlog(deadline)
+
           @client.exhausted?
         ensure
           @dispatching -= 1
@@ -46,13 +60,13 @@ module Sluice
         end
       end
 
-      # No drained batch is waiting to be dispatched. librdkafka counts a
-      # message as done once its report left the queue; a flush must also wait
-      # for our side, or a listener that yields the GVL lets it return early.
-      def settled? = @dispatching.zero?
-
       # Everything on the queue, however long it takes.
       def drain_all = serve(-1)
+
+      # Nothing drained is waiting to be dispatched. librdkafka counts a message
+      # as done once its report left the queue; a flush must also wait for our
+      # side, or a listener that yields the GVL lets it return early.
+      def settled? = @dispatching.zero? && @backlog.nil?
 
       def wakeup_fd = @client.wakeup_fd
 
@@ -66,31 +80,55 @@ module Sluice
 
       private
 
-      # Successful deliveries were recorded on their handles in C; what comes
-      # here is failures to resolve, deliveries to acknowledge (only when
-      # someone listens) and events. Every failed handle is resolved whatever
-      # happens: resolving cannot raise, and a failure while instrumenting one
-      # item is reported and the loop goes on (the reports are already off
-      # librdkafka's queue).
-      def dispatch(batch)
-        i = 0
-        size = batch.size
-        while i < size
-          head = batch[i]
-          begin
-            if head.is_a?(Symbol)
-              dispatch_event(head, batch[i + 1], batch[i + 2], batch[i + 3])
-            elsif batch[i + 3].zero?
-              @monitor.instrument("message.acknowledged", producer_id: @producer_id, topic: head.topic,
-                                                          partition: head.partition, offset: head.offset, label: head.label)
-            else
-              failed(head.resolve(batch[i + 1], batch[i + 2], batch[i + 3]))
-            end
-          rescue StandardError, ScriptError => e
-            dispatch_failed(e)
+      # A callback of this producer polls again (flush, close or produce_sync on
+      # the polling thread): it serves the new events at once, and the turn
+      # that called the callback finishes its own backlog after it returns.
+      def serve_nested(budget_ms)
+        @dispatching += 1
+        batch = @client.drain(budget_ms, acks?)
+        (0...batch.size).step(4) { |i| dispatch(batch[i], batch[i + 1], batch[i + 2], batch[i + 3]) } if batch
+        @client.exhausted?
+      ensure
+        @dispatching -= 1
+        @notifier.notify
+      end
+
+      def acks? = @monitor.listening?("message.acknowledged")
+
+      # Successful deliveries were recorded on their handles in C; what is
+      # dispatched here is failures to resolve, deliveries to acknowledge (only
+      # when someone listens) and events.
+      # @return [Boolean] the backlog is done (false: the deadline came first)
+      def dispatch_backlog(deadline)
+        start = @backlog_at
+        while (batch = @backlog)
+          i = @backlog_at
+          if i >= batch.size
+            @backlog = nil
+            break
           end
-          i += 4
+          return false if deadline && i - start >= CHECK_EVERY && ((i - start) % CHECK_EVERY).zero? && now >= deadline
+
+          @backlog_at = i + 4
+          dispatch(batch[i], batch[i + 1], batch[i + 2], batch[i + 3])
         end
+        true
+      end
+
+      # One item: every failed handle is resolved whatever happens (resolving
+      # cannot raise), and a failure while instrumenting is reported, never
+      # raised into the poller.
+      def dispatch(head, a, b, code)
+        if head.is_a?(Symbol)
+          dispatch_event(head, a, b, code)
+        elsif code.zero?
+          @monitor.instrument("message.acknowledged", producer_id: @producer_id, topic: head.topic,
+                                                      partition: head.partition, offset: head.offset, label: head.label)
+        else
+          failed(head.resolve(a, b, code))
+        end
+      rescue StandardError, ScriptError => e
+        dispatch_failed(e)
       end
 
       def dispatch_failed(error)
@@ -98,6 +136,8 @@ module Sluice
       rescue StandardError, ScriptError
         nil # the monitor could not report it either; polling must go on
       end
+
+      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
       def failed(report)
         instrument("error.occurred", type: "librdkafka.dispatch_error", error: Errors::ProduceError.new(report.error, delivery_report: report),

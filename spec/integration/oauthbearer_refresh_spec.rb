@@ -1,0 +1,75 @@
+# frozen_string_literal: true
+
+# OAUTHBEARER against the broker's SASL_PLAINTEXT listener (Kafka's default
+# unsecured JWT validator: unsigned tokens are fine). The token comes from an
+# oauthbearer.token_refresh listener that calls Producer#oauthbearer_set_token
+# itself — on the polling thread — in the mode under test.
+RSpec.describe "OAUTHBEARER token refresh answered by the listener", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-1p" }
+  let(:sasl) do
+    { "bootstrap.servers": TestKafka::SASL_BROKERS, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "OAUTHBEARER" }
+  end
+  let(:refreshes) { Queue.new }
+  let(:errors) { Queue.new }
+
+  # A producer whose listener sets a token valid for lifetime_ms. The listener
+  # may run before Producer.new returns (the refresh is requested at once), so
+  # it gets the producer through a Queue.
+  def oauth_producer(lifetime_ms: 3_600_000)
+    producer_box = Queue.new
+    producer = nil
+    monitor = Sluice::Monitor.new
+    monitor.subscribe("error.occurred") { |event| errors << event.payload }
+    monitor.subscribe("oauthbearer.token_refresh") do |event|
+      producer ||= producer_box.pop
+      producer.oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice",
+                                     lifetime_ms: (Time.now.to_f * 1000).to_i + lifetime_ms)
+      refreshes << [event.payload, Thread.current.name]
+    end
+    build_producer(kafka: sasl, monitor: monitor, max_wait_timeout: 10_000).tap { |built| producer_box << built }
+  end
+
+  def polling_thread_name(producer)
+    TestKafka::MODE == :fd ? "sluice.poller#0" : "sluice.producer##{producer.id}"
+  end
+
+  it "emits oauthbearer.token_refresh with producer_id; the token the listener sets lets produce_sync succeed" do
+    producer = oauth_producer
+
+    report = producer.produce_sync(topic: topic, payload: "authenticated by the listener's token")
+
+    expect(report.error).to be_nil
+    payload, thread = pop_within(refreshes, 0.1, what: "oauthbearer.token_refresh") # already there: it came first
+    expect(payload).to include(producer_id: producer.id)
+    expect(payload).to have_key(:bearer_config)
+    expect(thread).to eq(polling_thread_name(producer))
+    expect(errors).to be_empty
+  end
+
+  it "serves the next refresh when the token nears its expiry, and keeps delivering" do
+    producer = oauth_producer(lifetime_ms: 1_500)
+    producer.produce_sync(topic: topic, payload: "first token")
+    pop_within(refreshes, what: "the first oauthbearer.token_refresh")
+
+    payload, thread = pop_within(refreshes, 5, what: "the refresh before the token expires")
+
+    expect(payload).to include(producer_id: producer.id)
+    expect(thread).to eq(polling_thread_name(producer))
+    expect(producer.produce_sync(topic: topic, payload: "second token").error).to be_nil
+  end
+
+  it "cannot authenticate without a listener: error.occurred reports the missing token, nothing is delivered" do
+    monitor = Sluice::Monitor.new
+    monitor.subscribe("error.occurred") { |event| errors << event.payload }
+    producer = build_producer(kafka: sasl, monitor: monitor, max_wait_timeout: 300)
+
+    error = pop_within(errors, what: "error.occurred")
+    expect(error).to include(producer_id: producer.id, type: "librdkafka.error")
+    expect(error[:error]).to have_attributes(code: :authentication, message: /no oauthbearer\.token_refresh listener/)
+    expect { producer.produce_sync(topic: topic, payload: "never delivered") }.to raise_error(Sluice::Errors::WaitTimeoutError)
+  ensure
+    producer&.close!
+  end
+end

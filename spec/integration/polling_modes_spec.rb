@@ -1,0 +1,184 @@
+# frozen_string_literal: true
+
+# Behaviour both polling modes share, run in the mode under test
+# (SLUICE_POLLING_MODE=fd|thread, TestKafka::MODE); the expectations that
+# differ between the modes say so.
+RSpec.describe "Polling in the mode under test", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-1p" }
+
+  describe "many producers in a fresh process" do
+    before(:context) do
+      @scenarios = start_scenarios(many_producers: <<~'RUBY')
+        before = Thread.list.select(&:alive?)
+        producers = Array.new(25) { |i| make_producer(id: "many-#{i}") }
+        added = Thread.list.select(&:alive?) - before
+        reports = producers.map { |producer| producer.produce_sync(topic: "sluice-spec-many", payload: producer.id) }
+        poller = Sluice::Polling::Poller.instance
+        during = { count: poller.count, alive: poller.alive? }
+        producers.each(&:close)
+        result(
+          mode: MODE, ids: producers.map(&:id), added: added.size, added_names: added.map(&:name).sort,
+          delivered: reports.count { |r| r.error.nil? && r.offset >= 0 },
+          offsets: reports.map(&:offset).uniq.size, poller: during,
+          left_after_close: (Thread.list.select(&:alive?) - before).map(&:name)
+        )
+      RUBY
+    end
+
+    let(:outcome) { scenario_outcome(@scenarios, :many_producers) }
+
+    if TestKafka::MODE == :fd
+      it "polls 25 :fd producers from ONE poller thread, sluice.poller#0, and all of them deliver" do
+        expect(outcome).to be_success, outcome.describe
+        expect(outcome[:added]).to eq(1)
+        expect(outcome[:added_names]).to eq(["sluice.poller#0"])
+        expect(outcome[:poller]).to eq("count" => 25, "alive" => true)
+        expect(outcome[:delivered]).to eq(25)
+        expect(outcome[:offsets]).to eq(25)
+        expect(outcome[:left_after_close]).to eq([])
+      end
+    else
+      it "polls 25 :thread producers from 25 threads named sluice.producer#<id>, and all of them deliver" do
+        expect(outcome).to be_success, outcome.describe
+        expect(outcome[:added]).to eq(25)
+        expect(outcome[:added_names]).to eq(outcome[:ids].map { |id| "sluice.producer##{id}" }.sort)
+        expect(outcome[:poller]).to eq("count" => 0, "alive" => false) # the global poller is not involved
+        expect(outcome[:delivered]).to eq(25)
+        expect(outcome[:offsets]).to eq(25)
+        expect(outcome[:left_after_close]).to eq([])
+      end
+    end
+  end
+
+  describe "statistics" do
+    # Events every 100 ms. The count alone proves little (a poll every second
+    # would still drain ~10 queued events at once), so the gaps between
+    # arrivals are checked too: every event must be dispatched soon after
+    # librdkafka queues it — a pipe wake-up (:fd, periodic poll left at its
+    # 1000 ms default) or the blocking wait (:thread), not the periodic poll.
+    it "dispatches statistics.emitted as they are emitted, every ~100 ms" do
+      arrivals = Queue.new
+      monitor = Sluice::Monitor.new
+      monitor.subscribe("statistics.emitted") { |event| arrivals << [monotonic, event.payload] }
+      producer = build_producer(kafka: { "statistics.interval.ms": 100 }, monitor: monitor) do |config|
+        expect(config.polling.fd.periodic_poll_interval).to eq(1_000)
+      end
+      poller = Sluice::Polling::Poller.instance
+      wakeups_before = poller.stats[:wakeups]
+
+      first, payload = pop_within(arrivals, what: "statistics.emitted")
+      times = [first]
+      times << pop_within(arrivals, 2, what: "statistics.emitted").first while times.last - first < 3.0
+
+      gaps = times.each_cons(2).map { |a, b| b - a }
+      expect(times.size).to be >= 20
+      expect(gaps.max).to be < 0.5
+      expect(payload[:producer_id]).to eq(producer.id)
+      expect(payload[:statistics]).to include("type" => "producer", "name" => a_kind_of(String))
+      expect(poller.stats[:wakeups] - wakeups_before).to be >= 20 if TestKafka::MODE == :fd
+    end
+  end
+
+  # Listeners run on the polling thread (the shared poller in :fd mode): a
+  # call that waits for a delivery there waits for the very thread it blocks.
+  describe "waiting for deliveries inside a listener" do
+    let(:producer) { build_producer(max_wait_timeout: 2_000) }
+    let(:bystander) { build_producer(max_wait_timeout: 2_000) }
+    let(:outcomes) { Queue.new }
+
+    before { [producer, bystander].each { |p| p.produce_sync(topic: topic, payload: "warm-up") } }
+
+    def on_trigger(&block)
+      producer.monitor.subscribe("message.acknowledged") do |event|
+        next unless event[:label] == :trigger
+
+        outcomes << begin
+          block.call
+        rescue StandardError => e
+          e
+        end
+      end
+      producer.produce_async(topic: topic, payload: "trigger", label: :trigger)
+    end
+
+    it "lets the listener flush its producer: flush returns true once the follow-up is delivered" do
+      follow_up = nil
+      on_trigger do
+        follow_up = producer.produce_async(topic: topic, payload: "follow-up")
+        producer.flush(2_000)
+      end
+
+      expect(pop_within(outcomes, what: "the listener's flush")).to be(true)
+      expect(follow_up.report).to have_attributes(error: nil)
+    end
+
+    # tmp/bugs-fd.md #5.
+    it "lets the listener produce_sync a follow-up message without stalling the polling thread", :aggregate_failures do
+      on_trigger { producer.produce_sync(topic: topic, payload: "follow-up") }
+      started = monotonic
+      bystander_report = begin
+        bystander.produce_sync(topic: topic, payload: "bystander")
+      rescue Sluice::Errors::WaitTimeoutError => e
+        e
+      end
+      bystander_wait = monotonic - started
+
+      expect(pop_within(outcomes, 5, what: "the listener's produce_sync")).to be_a(Sluice::DeliveryReport)
+      expect(bystander_report).to be_a(Sluice::DeliveryReport)
+      expect(bystander_wait).to be < 1
+    end
+  end
+
+  describe "a raising listener" do
+    let(:errors) { Queue.new }
+    let(:raising) do
+      monitor = Sluice::Monitor.new
+      monitor.subscribe("error.occurred") { |event| errors << event.payload }
+      build_producer(monitor: monitor, max_wait_timeout: 3_000)
+    end
+    let(:bystander) { build_producer(max_wait_timeout: 3_000) }
+
+    before do
+      # Both connected and warm, so a delivery takes milliseconds.
+      [raising, bystander].each { |producer| producer.produce_sync(topic: topic, payload: "warm-up") }
+    end
+
+    it "is reported as error.occurred and the poller keeps serving every producer" do
+      raising.monitor.subscribe("message.acknowledged") { |_event| raise ArgumentError, "listener broke" }
+
+      first = raising.produce_sync(topic: topic, payload: "raises")
+      error = pop_within(errors, what: "error.occurred")
+      expect(error).to include(producer_id: raising.id, type: "callbacks.listener.error", event_id: "message.acknowledged")
+      expect(error[:error]).to be_a(ArgumentError).and(have_attributes(message: "listener broke"))
+
+      expect(bystander.produce_sync(topic: topic, payload: "bystander").error).to be_nil
+      second = raising.produce_sync(topic: topic, payload: "raises again")
+      expect(second.offset).to be > first.offset
+      expect(pop_within(errors, what: "error.occurred")[:error].message).to eq("listener broke")
+    end
+
+    # Monitor promises a raising listener "never stops polling" — whatever it
+    # raises. A ScriptError such as NotImplementedError is no StandardError; it
+    # used to end the polling thread (tmp/bugs-fd.md #3, fixed).
+    it "does not stop polling when it raises a non-StandardError (NotImplementedError)", :aggregate_failures do
+      raising.monitor.subscribe("message.acknowledged") { |_event| raise NotImplementedError, "not yet" }
+      raising.produce_sync(topic: topic, payload: "raises NotImplementedError")
+
+      expect { bystander.produce_sync(topic: topic, payload: "bystander") }.not_to raise_error
+      expect { raising.produce_sync(topic: topic, payload: "raising, again") }.not_to raise_error
+      error = pop_within(errors, 1, what: "error.occurred")
+      expect(error).to include(type: "callbacks.listener.error")
+      expect(error[:error]).to be_a(NotImplementedError)
+    ensure
+      # Were the polling thread dead, :thread mode's close would re-raise its
+      # error from Thread#join (and again in the suite's after hook): close here, once.
+      test_producers.dup.each do |producer|
+        producer.close(timeout: 3_000)
+      rescue Exception # rubocop:disable Lint/RescueException
+        test_producers.delete(producer)
+      end
+    end
+  end
+end

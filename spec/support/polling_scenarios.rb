@@ -1,0 +1,123 @@
+# frozen_string_literal: true
+
+require "base64"
+require "json"
+
+# Helpers of the polling-engine integration specs (spec/integration/fd_poller_spec.rb,
+# polling_modes_spec.rb, close_from_callback_spec.rb, fork_spec.rb,
+# lifecycle_leaks_spec.rb, oauthbearer_refresh_spec.rb, fiber_scheduler_spec.rb);
+# groups include it explicitly (`include PollingScenarios`).
+#
+# Scenarios are Ruby scripts run by SpecHelpers#run_scenario in a process of
+# their own. A group starts all of its scenarios at once in before(:context)
+# (one thread per process, so they run in parallel) and each example asserts on
+# one scenario's result: the Hash the script passed to `result(...)`.
+module PollingScenarios
+  # Prepended to every scenario script (BROKERS, MODE and sluice are there already).
+  PRELUDE = <<~'RUBY'
+    require "json"
+    $stdout.sync = true
+
+    # The scenario's outcome, read back by the spec (one line, JSON).
+    def result(data)
+      puts("SCENARIO-RESULT #{JSON.generate(data)}")
+    end
+
+    def make_producer(mode: MODE, kafka: {}, **settings)
+      Sluice::Producer.new do |config|
+        config.kafka = { "bootstrap.servers": BROKERS, "linger.ms": 1 }.merge(kafka)
+        config.polling.mode = mode
+        config.logger = Logger.new($stderr, level: Logger::ERROR)
+        settings.each { |name, value| config.public_send(:"#{name}=", value) }
+        yield config if block_given?
+      end
+    end
+
+    def sluice_thread_names = Thread.list.select(&:alive?).map(&:name).compact.grep(/\Asluice\./).sort
+    def os_threads = Dir.children("/proc/self/task").size
+    def fds = Dir.children("/proc/self/fd").size
+  RUBY
+
+  # Scenario helpers for forking: in_child { ... } runs the block in a child that
+  # reports its Hash back through a pipe; forked_error { ... } describes what it raised.
+  FORK_HELPERS = <<~'RUBY'
+    # Runs the block in a forked child; returns [child's Hash, child's Process::Status].
+    def in_child
+      reader, writer = IO.pipe
+      pid = fork do
+        reader.close
+        data = begin
+          yield
+        rescue Exception => e # rubocop:disable Lint/RescueException
+          { "child_error" => "#{e.class}: #{e.message}\n#{e.backtrace.first(5).join("\n")}" }
+        end
+        writer.write(JSON.generate(data))
+        writer.close
+      end
+      writer.close
+      data = JSON.parse(reader.read.then { |s| s.empty? ? "{}" : s })
+      reader.close
+      _, status = Process.wait2(pid)
+      [data, status]
+    end
+
+    def forked_error(&block)
+      block.call
+      "no error"
+    rescue Sluice::Errors::BaseError => e
+      { "class" => e.class.name, "closed_error" => e.is_a?(Sluice::Errors::ProducerClosedError), "message" => e.message }
+    end
+  RUBY
+
+  # What a scenario process left behind.
+  Outcome = Struct.new(:output, :status, :data, keyword_init: true) do
+    def [](key) = data.fetch(key.to_s)
+    def success? = status.success?
+    def describe = "exit status #{status.inspect}, output:\n#{output}"
+  end
+
+  # Starts every scenario (name => code) in its own process, all at once.
+  def start_scenarios(timeout: 60, **scenarios)
+    scenarios.to_h do |name, code|
+      thread = Thread.new { run_scenario(PRELUDE + code, timeout: timeout) }
+      thread.report_on_exception = false
+      [name, thread]
+    end
+  end
+
+  # Waits for one started scenario; its `result` data is {} when it printed none.
+  def scenario_outcome(threads, name)
+    output, status = threads.fetch(name).value
+    line = output.lines.reverse.find { |l| l.start_with?("SCENARIO-RESULT ") }
+    data = line ? JSON.parse(line.delete_prefix("SCENARIO-RESULT ")) : {}
+    Outcome.new(output: output, status: status, data: data)
+  end
+
+  # An unsigned JWT for Kafka's default (unsecured) OAUTHBEARER validator.
+  def unsigned_jwt(subject, lifetime_s: 3600)
+    now = Time.now.to_i
+    encode = ->(hash) { Base64.urlsafe_encode64(JSON.generate(hash), padding: false) }
+    "#{encode.call(alg: 'none')}.#{encode.call(sub: subject, iat: now, exp: now + lifetime_s)}."
+  end
+
+  def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # Queue#pop bounded in time (Ruby 3.1's Queue#pop has no timeout), so a
+  # missing event fails the example quickly instead of hanging it.
+  def pop_within(queue, seconds = 5, what: "event")
+    Timeout.timeout(seconds) { queue.pop }
+  rescue Timeout::Error
+    raise RSpec::Expectations::ExpectationNotMetError, "no #{what} within #{seconds}s"
+  end
+
+  # Spins (Thread.pass, no sleep) until the block is true; for states that
+  # only a public reader exposes. Raises after `timeout` seconds.
+  def spin_until(timeout: 10, what: "condition")
+    deadline = monotonic + timeout
+    until yield
+      raise "#{what} not reached within #{timeout}s" if monotonic > deadline
+
+      Thread.pass
+    end
+  end
+end
