@@ -71,16 +71,19 @@ module Bench
       ruby_threads = Thread.list.size - threads_before
       os_threads = ProcSelf.os_threads
       poller_cpu_before = ProcSelf.thread_cpu("sluice.poller")
+      stats_before = poller_stats
       cpu_before = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
       groups_before = ProcSelf.cpu_by_group
       started, _, handles = drive(producers)
       finished = now
       cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu_before
       groups = ProcSelf.cpu_by_group.to_h { |group, seconds| [group, seconds - groups_before[group]] }
+      poller_cpu = ProcSelf.thread_cpu("sluice.poller") - poller_cpu_before
+      stats = stats_before && poller_stats.to_h { |k, v| [k, v - stats_before[k]] }
       latencies = latency_burst(producers)
       report(producers, finished - started, latencies, handles, cpu, groups,
              rss_before: rss_before, rss_connected: rss_connected, ruby_threads: ruby_threads, os_threads: os_threads,
-             poller_cpu: ProcSelf.thread_cpu("sluice.poller") - poller_cpu_before)
+             poller_cpu: poller_cpu, poller_stats: stats)
     ensure
       producers&.each(&:close)
     end
@@ -185,7 +188,9 @@ module Bench
         p50_ms: (percentile(latencies, 0.50) * 1000).round(2), p99_ms: (percentile(latencies, 0.99) * 1000).round(2),
         ruby_threads: extra[:ruby_threads], os_threads: extra[:os_threads],
         rss_before_kb: extra[:rss_before], rss_connected_kb: extra[:rss_connected], rss_after_kb: ProcSelf.rss_kb,
-        poller_cpu_s: extra[:poller_cpu].round(3), poller_stats: poller_stats,
+        # the measured burst only: poller thread CPU and its counters
+        poller_cpu_s: extra[:poller_cpu].round(3), poller_stats: extra[:poller_stats],
+        poller_us_per_wakeup: extra[:poller_stats] && (extra[:poller_cpu] * 1e6 / [extra[:poller_stats][:wakeups], 1].max).round(1),
         handle_bytes: handle_bytes(all.first),
         ruby: RUBY_VERSION, librdkafka: Sluice::Native.librdkafka_version
       }

@@ -69,16 +69,17 @@ module Bench
     end
 
     def table(variant)
-      rows = ["| producers | thread msg/s (min-max) | fd msg/s (min-max) | improvement | Ruby threads thread/fd |",
-              "|---:|---:|---:|---:|---:|"]
+      rows = ["| producers | thread msg/s (min-max) | fd msg/s (min-max) | improvement (medians) | fd/thread, paired (min-max) | Ruby threads thread/fd |",
+              "|---:|---:|---:|---:|---:|---:|"]
       @opts[:producers].each do |producers|
         thread = pick(variant, :thread, producers)
         fd = pick(variant, :fd, producers)
         next if thread.empty? || fd.empty?
 
-        rows << format("| %d | %s | %s | %+.0f%% | %d / %d |", producers, summary(thread), summary(fd),
+        ratios = paired_ratios(thread, fd)
+        rows << format("| %d | %s | %s | %+.0f%% | %.2f (%.2f-%.2f) | %d / %d |", producers, summary(thread), summary(fd),
                        (median(fd.map { _1[:rate] }) / median(thread.map { _1[:rate] }).to_f - 1) * 100,
-                       thread.first[:ruby_threads], fd.first[:ruby_threads])
+                       median(ratios), ratios.min, ratios.max, thread.first[:ruby_threads], fd.first[:ruby_threads])
       end
       rows.join("\n")
     end
@@ -105,7 +106,7 @@ module Bench
         next unless stats
 
         puts format("    poller: %d wake-ups served, %d waits, %.1f us poller CPU per wake-up",
-                    stats[:wakeups], stats[:waits], result[:poller_cpu_s] * 1e6 / [stats[:wakeups], 1].max)
+                    stats[:wakeups], stats[:waits], result[:poller_us_per_wakeup])
       rescue RuntimeError => e
         puts "  #{mode} #{producers}: did not run on this machine (#{e.message.lines.first&.strip})"
       end
@@ -176,6 +177,7 @@ module Bench
         Machine: #{machine[:cpu]}, #{machine[:cores]} cores, #{machine[:memory]}; Ruby #{RUBY_VERSION}, librdkafka #{machine[:librdkafka]},
         Kafka #{machine[:kafka]} (single KRaft broker on loopback), topic with 1 partition, 100-byte payloads.
         Each cell is a fresh process; #{@opts[:reps]} repetitions with the modes alternating; medians (min-max).
+        "fd/thread, paired" is the median of the per-repetition ratios of the two cells run back to back.
         msg/s is measured from the first produce call to the last delivery report. The machine is shared
         and noisy: compare ratios within one run.
 
@@ -219,6 +221,15 @@ module Bench
 
     def pick(variant, mode, producers)
       @cells.select { |c| c[:variant] == variant && c[:mode] == mode.to_s && c[:producers] == producers && c[:messages_per_producer] == @opts[:messages] }
+    end
+
+    # fd/thread of the two cells of each repetition, run back to back: the
+    # machine's slow drifts cancel out of a ratio.
+    def paired_ratios(thread, fd)
+      fd.filter_map do |f|
+        t = thread.find { _1[:rep] == f[:rep] }
+        f[:rate].to_f / t[:rate] if t
+      end
     end
 
     def summary(cells)
