@@ -33,7 +33,13 @@ module Bench
       Dir.children("/proc/self/task").each_with_object(Hash.new(0.0)) do |tid, acc|
         comm = File.read("/proc/self/task/#{tid}/comm").strip
         fields = File.read("/proc/self/task/#{tid}/stat").split(") ").last.split
-        group = if comm.start_with?("rdk:") then :librdkafka elsif comm.start_with?("sluice.") then :polling else :ruby end
+        group = if comm.start_with?("rdk:")
+                  :librdkafka
+                elsif comm.start_with?("sluice.")
+                  :polling
+                else
+                  :ruby
+                end
         acc[group] += (fields[11].to_i + fields[12].to_i) / Etc.sysconf(Etc::SC_CLK_TCK).to_f
       rescue Errno::ENOENT
         next
@@ -111,7 +117,6 @@ module Bench
       gate = Queue.new
       stamps = Array.new(producers.size) { Array.new(count) }
       handles = Array.new(producers.size)
-      started = nil
       if @opts[:variant] == "one_thread"
         started = now
         handles = producers.map { [] }
@@ -229,7 +234,10 @@ if $PROGRAM_NAME == __FILE__
     o.on("--size BYTES", Integer) { |v| opts[:size] = v }
     o.on("--variant V", %w[async many_sync one_thread]) { |v| opts[:variant] = v }
     o.on("--topic NAME") { |v| opts[:topic] = v }
-    o.on("-X KEY=VALUE", "a librdkafka property") { |v| k, val = v.split("=", 2); opts[:kafka][k.to_sym] = val }
+    o.on("-X KEY=VALUE", "a librdkafka property") do |v|
+      k, val = v.split("=", 2)
+      opts[:kafka][k.to_sym] = val
+    end
     o.on("--human", "print a summary for people instead of JSON") { opts[:human] = true }
   end.parse!
   result = Bench::Cell.new(opts).run

@@ -4,9 +4,7 @@ require "mkmf"
 
 # Build against the system librdkafka (Debian: librdkafka-dev). pkg-config is the
 # source of truth for flags; the version floor is what the event API we use needs.
-unless pkg_config("rdkafka")
-  abort "librdkafka not found: install librdkafka-dev and pkg-config (bin/setup does this)"
-end
+abort "librdkafka not found: install librdkafka-dev and pkg-config (bin/setup does this)" unless pkg_config("rdkafka")
 unless try_compile(<<~C)
   #include <librdkafka/rdkafka.h>
   #if RD_KAFKA_VERSION < 0x020000ff

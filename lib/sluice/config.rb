@@ -104,9 +104,7 @@ module Sluice
 
     def validate_polling!
       invalid!("polling.mode must be one of #{Polling::MODES.inspect}, got #{@polling.mode.inspect}") unless Polling::MODES.include?(@polling.mode)
-      if @polling.mode == :thread && @polling.poller
-        invalid!("polling.poller is for :fd mode; :thread mode polls each producer in its own thread")
-      end
+      invalid!("polling.poller is for :fd mode; :thread mode polls each producer in its own thread") if @polling.mode == :thread && @polling.poller
       invalid!("polling.poller must be a Sluice::Polling::Poller") if @polling.poller && !@polling.poller.is_a?(Sluice::Polling::Poller)
       positive!("polling.fd.max_time", @polling.fd.max_time)
       positive!("polling.fd.periodic_poll_interval", @polling.fd.periodic_poll_interval)

@@ -42,7 +42,7 @@ module Sluice
         block
       else
         names = EVENTS.select { |name| event_or_listener.respond_to?(method_name(name)) }
-        raise ArgumentError, "#{event_or_listener.inspect} has no on_<event> method (events: #{EVENTS.join(', ')})" if names.empty?
+        raise ArgumentError, "#{event_or_listener.inspect} has no on_<event> method (events: #{EVENTS.join(", ")})" if names.empty?
 
         names.each { |name| add(name, event_or_listener.method(method_name(name))) }
         event_or_listener
@@ -51,9 +51,8 @@ module Sluice
 
     def unsubscribe(block_or_listener)
       @mutex.synchronize do
-        @listeners = @listeners.to_h do |name, list|
-          [name, list.reject { |l| l == block_or_listener || (l.is_a?(Method) && l.receiver.equal?(block_or_listener)) }.freeze]
-        end.reject { |_, list| list.empty? }.freeze
+        kept = @listeners.transform_values { |list| list.reject { |l| same_listener?(l, block_or_listener) }.freeze }
+        @listeners = kept.reject { |_, list| list.empty? }.freeze
       end
     end
 
@@ -89,6 +88,10 @@ module Sluice
       end
     end
 
+    def same_listener?(callable, block_or_listener)
+      callable == block_or_listener || (callable.is_a?(Method) && callable.receiver.equal?(block_or_listener))
+    end
+
     def add(name, callable)
       @mutex.synchronize do
         list = (@listeners.fetch(name, NONE) + [callable]).freeze
@@ -98,11 +101,11 @@ module Sluice
 
     def checked_name(name)
       name = name.to_s
-      raise ArgumentError, "unknown event #{name.inspect} (events: #{EVENTS.join(', ')})" unless EVENTS.include?(name)
+      raise ArgumentError, "unknown event #{name.inspect} (events: #{EVENTS.join(", ")})" unless EVENTS.include?(name)
 
       name
     end
 
-    def method_name(event_name) = :"on_#{event_name.tr('.', '_')}"
+    def method_name(event_name) = :"on_#{event_name.tr(".", "_")}"
   end
 end

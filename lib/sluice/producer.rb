@@ -16,6 +16,9 @@ module Sluice
 
     QUEUE_FULL = KafkaError.number_for(:queue_full)
     PURGED = KafkaError.number_for(:purge_queue)
+    # What a report that never arrived (the handle was orphaned by close) says.
+    NO_PARTITION = -1
+    NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
 
     attr_reader :id, :config, :monitor
 
@@ -43,8 +46,7 @@ module Sluice
     # @return [DeliveryHandle]
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
     def produce_async(message)
-      raise Errors::ProducerClosedError, "producer #{@id} is closed" if @closing
-
+      ensure_open!
       handle = @client.produce(message)
       handle.is_a?(DeliveryHandle) ? handle : produce_slowly(message, handle)
     end
@@ -117,7 +119,7 @@ module Sluice
       close
     end
 
-    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{@closed ? 'closed' : 'open'}>"
+    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{@closed ? "closed" : "open"}>"
 
     private
 
@@ -186,7 +188,7 @@ module Sluice
       @poller.unregister(@state)
       @client.destroy
       orphans = @client.take_inflight
-      orphans.each { |handle| handle.resolve(-1, -1001, PURGED) }
+      orphans.each { |handle| handle.resolve(NO_PARTITION, NO_OFFSET, PURGED) }
       @notifier.notify
       @closed = true
     end

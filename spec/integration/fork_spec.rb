@@ -71,8 +71,8 @@ RSpec.describe "Producers and forked processes", :kafka do
     it "raises ForkedProcessError (a ProducerClosedError) naming both processes and the remedy" do
       expect(outcome).to be_success, outcome.describe
       expect(child).not_to have_key("child_error")
-      expected_message = "this producer was created in process #{outcome['parent_pid']} and cannot be used in " \
-                         "forked process #{child['pid']}; create a new producer in the child"
+      expected_message = "this producer was created in process #{outcome["parent_pid"]} and cannot be used in " \
+                         "forked process #{child["pid"]}; create a new producer in the child"
       %w[produce_sync produce_async flush].each do |call|
         expect(child[call]).to eq("class" => "Sluice::Errors::ForkedProcessError", "closed_error" => true,
                                   "message" => expected_message), "#{call}: #{child[call].inspect}"
@@ -114,7 +114,7 @@ RSpec.describe "Producers and forked processes", :kafka do
       expect(outcome).to be_success, outcome.describe
       expect(child).not_to have_key("child_error")
       expect(child["with_own"]).to eq([1, true])
-      expect(child["threads_with_own"]).to eq(["sluice.poller##{outcome['id']}"])
+      expect(child["threads_with_own"]).to eq(["sluice.poller##{outcome["id"]}"])
       expect(child["own_delivers"]).to be(true)
       expect(child["after_own"]).to eq([0, false])
       expect(outcome["child_exit"]).to eq(0)

@@ -42,7 +42,12 @@ RSpec.describe "Producer lifecycle", :kafka do
       producer.produce_async(topic: topic, payload: "x")
 
       gate = Queue.new
-      threads = Array.new(5) { Thread.new { gate.pop; producer.close } }
+      threads = Array.new(5) do
+        Thread.new do
+          gate.pop
+          producer.close
+        end
+      end
       5.times { gate << :go }
       threads.each(&:join)
 

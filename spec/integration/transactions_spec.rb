@@ -12,7 +12,12 @@ RSpec.describe "Transactions and idempotence", :kafka, timeout: 120 do
     first = producer.transaction { producer.produce_sync(topic: topic, payload: "committed-1") }
     # Aborts wait for the delivery first: aborting while librdkafka still registers the
     # partition with the coordinator can fail with INVALID_TXN_STATE (librdkafka issue 4849).
-    expect { producer.transaction { producer.produce_sync(topic: topic, payload: "aborted-1"); raise ArgumentError, "no" } }
+    expect do
+      producer.transaction do
+        producer.produce_sync(topic: topic, payload: "aborted-1")
+        raise ArgumentError, "no"
+      end
+    end
       .to raise_error(ArgumentError, "no")
     quiet = producer.transaction do
       producer.produce_sync(topic: topic, payload: "aborted-2")

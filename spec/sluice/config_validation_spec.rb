@@ -46,7 +46,7 @@ RSpec.describe Sluice::Config do
 
   describe "validation in Producer.new" do
     it "refuses a kafka setting that is not a Hash" do
-      expect_invalid(/kafka must be a Hash of librdkafka properties, got Array/) { |c| c.kafka = [["acks", "all"]] }
+      expect_invalid(/kafka must be a Hash of librdkafka properties, got Array/) { |c| c.kafka = [%w[acks all]] }
     end
 
     it "refuses a nil kafka setting" do

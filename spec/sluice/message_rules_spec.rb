@@ -30,7 +30,7 @@ RSpec.describe "Message rules of Producer#produce_async" do
     it "accepts every documented key (the message is enqueued)" do
       unreachable = build_unreachable_producer
       handle = unreachable.produce_async(valid.merge(key: "k", partition: 0, partition_key: "pk", timestamp: Time.now,
-                                                     headers: { "h" => ["1", "2"], "n" => nil }, label: Object.new))
+                                                     headers: { "h" => %w[1 2], "n" => nil }, label: Object.new))
       expect(unreachable.outstanding).to eq(1)
       unreachable.close!
       expect(handle.wait(raise_response_error: false).error.code).to eq(:purge_queue)
@@ -161,7 +161,9 @@ RSpec.describe "Message rules of Producer#produce_async" do
     end
 
     it "enqueues none of the messages when one of them is not a Hash" do
-      expect { producer.produce_many_async([valid, "oops"]) }.to raise_error(Sluice::Errors::MessageInvalidError, /message must be a Hash, got String/)
+      expect do
+        producer.produce_many_async([valid, "oops"])
+      end.to raise_error(Sluice::Errors::MessageInvalidError, /message must be a Hash, got String/)
       expect(producer.outstanding).to eq(0)
     end
 

@@ -109,7 +109,10 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
     it "leaves the list being iterated untouched when a listener unsubscribes during instrument" do
       seen = []
       second = proc { seen << :second }
-      monitor.subscribe("message.acknowledged") { seen << :first; monitor.unsubscribe(second) }
+      monitor.subscribe("message.acknowledged") do
+        seen << :first
+        monitor.unsubscribe(second)
+      end
       monitor.subscribe("message.acknowledged", &second)
       monitor.instrument("message.acknowledged", producer_id: "p")
       monitor.instrument("message.acknowledged", producer_id: "p")

@@ -97,7 +97,7 @@ module PollingScenarios
   def unsigned_jwt(subject, lifetime_s: 3600)
     now = Time.now.to_i
     encode = ->(hash) { Base64.urlsafe_encode64(JSON.generate(hash), padding: false) }
-    "#{encode.call(alg: 'none')}.#{encode.call(sub: subject, iat: now, exp: now + lifetime_s)}."
+    "#{encode.call(alg: "none")}.#{encode.call(sub: subject, iat: now, exp: now + lifetime_s)}."
   end
 
   def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)

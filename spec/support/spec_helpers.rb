@@ -108,9 +108,7 @@ module SpecHelpers
     )
     consumer.assign([[topic, partition, offset]])
     messages = []
-    until messages.last && yield(messages.last)
-      messages.concat(read_messages(consumer, 1, timeout))
-    end
+    messages.concat(read_messages(consumer, 1, timeout)) until messages.last && yield(messages.last)
     messages
   ensure
     consumer&.close
@@ -124,7 +122,7 @@ module SpecHelpers
   # wedge a process). Returns [stdout+stderr, Process::Status].
   def run_scenario(code, timeout: 60, env: {})
     require "open3"
-    script = "$LOAD_PATH.unshift(#{File.expand_path('../../lib', __dir__).inspect}); require 'sluice'\n" \
+    script = "$LOAD_PATH.unshift(#{File.expand_path("../../lib", __dir__).inspect}); require 'sluice'\n" \
              "BROKERS = #{TestKafka::BROKERS.inspect}; MODE = #{TestKafka::MODE.inspect}\n#{code}"
     Open3.popen2e(env, RbConfig.ruby, "-e", script) do |stdin, out, wait|
       stdin.close

@@ -3,8 +3,8 @@
 # The broker the integration specs talk to (bin/kafka starts one; KAFKA_BROKERS
 # points elsewhere), its SASL/OAUTHBEARER listener, and the topics created up front.
 module TestKafka
-  BROKERS = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:#{ENV.fetch('KAFKA_PORT', '9092')}")
-  SASL_BROKERS = ENV.fetch("KAFKA_SASL_BROKERS", "127.0.0.1:#{ENV.fetch('KAFKA_SASL_PORT', '9094')}")
+  BROKERS = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:#{ENV.fetch("KAFKA_PORT", "9092")}")
+  SASL_BROKERS = ENV.fetch("KAFKA_SASL_BROKERS", "127.0.0.1:#{ENV.fetch("KAFKA_SASL_PORT", "9094")}")
   MODE = ENV.fetch("SLUICE_POLLING_MODE", "fd").to_sym
 
   # name => [partitions, topic configs]

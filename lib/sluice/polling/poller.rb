@@ -53,7 +53,12 @@ module Sluice
       # Counters since the poller was created: waits that returned, producers
       # served after a wake-up, drains re-armed because max_time ran out, and
       # periodic polls of every producer.
-      def stats = forked? ? { waits: 0, wakeups: 0, rearms: 0, periodic_polls: 0 } : { waits: @waits, wakeups: @wakeups, rearms: @rearms, periodic_polls: @periodic_polls }
+      def stats = if forked?
+                    { waits: 0, wakeups: 0, rearms: 0,
+                      periodic_polls: 0 }
+                  else
+                    { waits: @waits, wakeups: @wakeups, rearms: @rearms, periodic_polls: @periodic_polls }
+                  end
 
       # @api private — Producer calls this with its poll state.
       def register(state)

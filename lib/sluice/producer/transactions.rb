@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "English"
+
 module Sluice
   class Producer
     # Producer#transaction for producers with "transactional.id".
@@ -14,14 +16,14 @@ module Sluice
       # return/break), aborts and re-raises when it raises, aborts quietly on
       # Sluice::AbortTransaction. A nested call joins the outer transaction.
       # @return the block's value (nil when aborted)
-      def transaction
+      def transaction(&block)
         return yield if @transaction_mutex.owned?
 
         @transaction_mutex.synchronize do
           ensure_open!
           prepare_transactions
           transactional(:begin_transaction)
-          run_transaction { yield }
+          run_transaction(&block)
         end
       end
 
@@ -42,11 +44,15 @@ module Sluice
         outcome = :abort
         raise
       ensure
-        outcome == :commit ? commit_transaction : abort_transaction(raise_errors: $!.nil?)
+        outcome == :commit ? commit_transaction : abort_transaction(raise_errors: $ERROR_INFO.nil?)
       end
 
       def prepare_transactions
-        raise Errors::TransactionError.new("transaction", KafkaError.new(KafkaError.number_for(:not_configured), "producer has no transactional.id")) unless transactional?
+        unless transactional?
+          raise Errors::TransactionError.new("transaction",
+                                             KafkaError.new(KafkaError.number_for(:not_configured),
+                                                            "producer has no transactional.id"))
+        end
         return if @transactions_ready
 
         transactional(:init_transactions, DEFAULT_TIMEOUT)
