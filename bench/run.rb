@@ -5,7 +5,7 @@
 # min-max reported. Writes bench/results/<time>.json, bench/RESULTS.md and
 # bench/RESULTS.png (gnuplot), and prints the table as it goes.
 #
-#   ruby bench/run.rb [--messages 20000] [--reps 3] [--producers 1,2,5,10,25]
+#   ruby bench/run.rb [--messages 1000,20000] [--reps 3] [--producers 1,2,5,10,25]
 #                     [--variants async,many_sync,one_thread] [--scale] [--no-cbench]
 
 require "json"
@@ -28,7 +28,7 @@ module Bench
 
     def run
       FileUtils.mkdir_p(File.join(ROOT, "bench/results"))
-      @opts[:variants].each { |variant| matrix(variant) }
+      @opts[:messages].each { |messages| @opts[:variants].each { |variant| matrix(variant, messages) } }
       scale if @opts[:scale]
       ceiling if @opts[:cbench]
       write_results
@@ -36,15 +36,15 @@ module Bench
 
     private
 
-    def matrix(variant)
-      puts "== #{variant}: #{@opts[:messages]} messages x 100 bytes per producer, #{@opts[:reps]} reps"
+    def matrix(variant, messages)
+      puts "== #{variant}: #{messages} messages x 100 bytes per producer, #{@opts[:reps]} reps"
       @opts[:producers].each do |producers|
         @opts[:reps].times do |rep|
           modes = rep.even? ? %i[thread fd] : %i[fd thread] # alternate which mode goes first
-          modes.each { |mode| cell(mode: mode, producers: producers, messages: @opts[:messages], variant: variant, rep: rep) }
+          modes.each { |mode| cell(mode: mode, producers: producers, messages: messages, variant: variant, rep: rep) }
         end
       end
-      print_table(variant)
+      print_table(variant, messages)
     end
 
     def cell(mode:, producers:, messages:, variant:, rep:)
@@ -62,19 +62,19 @@ module Bench
       result
     end
 
-    def print_table(variant)
+    def print_table(variant, messages)
       puts
-      puts table(variant)
+      puts table(variant, messages)
       puts
     end
 
-    def table(variant)
+    def table(variant, messages)
       rows = ["| producers | thread msg/s (min-max) | fd msg/s (min-max) | improvement (medians) | " \
               "fd/thread, paired (min-max) | Ruby threads thread/fd |",
               "|---:|---:|---:|---:|---:|---:|"]
       @opts[:producers].each do |producers|
-        thread = pick(variant, :thread, producers)
-        fd = pick(variant, :fd, producers)
+        thread = pick(variant, :thread, producers, messages)
+        fd = pick(variant, :fd, producers, messages)
         next if thread.empty? || fd.empty?
 
         ratios = paired_ratios(thread, fd)
@@ -86,11 +86,11 @@ module Bench
     end
 
     def detail_table
-      rows = ["| variant | mode | producers | msg/s | CPU us/msg | p50 ms | p99 ms | Ruby threads | OS threads | " \
+      rows = ["| messages | variant | mode | producers | msg/s | CPU us/msg | p50 ms | p99 ms | Ruby threads | OS threads | " \
               "RSS growth connected | RSS growth after run |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-      @cells.group_by { |c| [c[:variant], c[:mode], c[:producers], c[:messages_per_producer]] }.each do |(variant, mode, producers, _), cells|
-        rows << format("| %s | %s | %d | %d | %.2f | %.1f | %.1f | %d | %d | %.1f MB | %.1f MB |", variant, mode, producers,
+              "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+      @cells.group_by { |c| [c[:messages_per_producer], c[:variant], c[:mode], c[:producers]] }.each do |(messages, variant, mode, producers), cells|
+        rows << format("| %d | %s | %s | %d | %d | %.2f | %.1f | %.1f | %d | %d | %.1f MB | %.1f MB |", messages, variant, mode, producers,
                        median(cells.map { _1[:rate] }), median(cells.map { _1[:cpu_us_per_msg] }),
                        median(cells.map { _1[:p50_ms] }), median(cells.map { _1[:p99_ms] }), cells.first[:ruby_threads],
                        median(cells.map { _1[:os_threads] }), mb(median(cells.map { _1[:rss_connected_kb] - _1[:rss_before_kb] })),
@@ -124,9 +124,9 @@ module Bench
         flags = `pkg-config --cflags --libs rdkafka`.strip
         system("cc -O2 -o #{binary} #{CBENCH_SRC} #{flags} -lpthread") or raise "cannot build cbench"
       end
-      puts "== C ceiling (cbench, fd mode, #{@opts[:messages]} messages)"
+      puts "== C ceiling (cbench, fd mode, #{steady} messages)"
       @ceiling = @opts[:producers].to_h do |producers|
-        results = Array.new(@opts[:reps]) { cbench(binary, producers, @opts[:messages]) }
+        results = Array.new(@opts[:reps]) { cbench(binary, producers, steady) }
         rate = median(results.map { _1["rate"].to_f })
         puts format("  cbench producers=%-3d %9d msg/s (median of %d)", producers, rate, results.size)
         [producers, { rate: rate, results: results }]
@@ -156,13 +156,13 @@ module Bench
 
       dat = File.join(ROOT, "tmp/bench-chart.dat")
       File.write(dat, @opts[:producers].map do |producers|
-        [producers, median(pick("async", :thread, producers).map { _1[:rate] }),
-         median(pick("async", :fd, producers).map { _1[:rate] }), @ceiling&.dig(producers, :rate) || "NaN"].join(" ")
+        [producers, median(pick("async", :thread, producers, steady).map { _1[:rate] }),
+         median(pick("async", :fd, producers, steady).map { _1[:rate] }), @ceiling&.dig(producers, :rate) || "NaN"].join(" ")
       end.join("\n"))
       script = <<~GP
         set terminal png size 900,500 noenhanced
         set output "#{File.join(ROOT, "bench/RESULTS.png")}"
-        set title "sluice: msg/s vs producers (#{@opts[:messages]} x 100 B per producer, produce_async)"
+        set title "sluice: msg/s vs producers (#{steady} x 100 B per producer, produce_async)"
         set xlabel "producers"; set ylabel "msg/s"; set logscale x; set grid; set key left top
         set xtics (#{@opts[:producers].join(", ")})
         plot "#{dat}" using 1:2 with linespoints title "thread mode", "" using 1:3 with linespoints title "fd mode", "" using 1:4 with linespoints title "C ceiling (cbench)"
@@ -183,7 +183,7 @@ module Bench
         msg/s is measured from the first produce call to the last delivery report. The machine is shared
         and noisy: compare ratios within one run.
 
-        #{@opts[:variants].map { |v| "## #{v} (#{variant_text(v)})\n\n#{table(v)}\n" }.join("\n")}
+        #{variant_sections}
         #{ceiling_text}
         ## Every cell (medians)
 
@@ -196,11 +196,17 @@ module Bench
       MD
     end
 
+    def variant_sections
+      @opts[:messages].product(@opts[:variants]).map do |messages, variant|
+        "## #{variant}, #{messages} messages per producer (#{variant_text(variant)})\n\n#{table(variant, messages)}\n"
+      end.join("\n")
+    end
+
     def ceiling_text
       return "" unless @ceiling
 
       rows = @ceiling.map do |producers, c|
-        fd = median(pick("async", :fd, producers).map { _1[:rate] })
+        fd = median(pick("async", :fd, producers, steady).map { _1[:rate] })
         format("| %d | %d | %d | %.0f%% |", producers, c[:rate], fd, fd * 100.0 / c[:rate])
       end
       <<~MD
@@ -221,11 +227,14 @@ module Bench
         "one_thread" => "one Ruby thread drives all producers round-robin with produce_async, then waits" }.fetch(variant)
     end
 
-    def pick(variant, mode, producers)
+    def pick(variant, mode, producers, messages)
       @cells.select do |c|
-        c[:variant] == variant && c[:mode] == mode.to_s && c[:producers] == producers && c[:messages_per_producer] == @opts[:messages]
+        c[:variant] == variant && c[:mode] == mode.to_s && c[:producers] == producers && c[:messages_per_producer] == messages
       end
     end
+
+    # The largest message count: throughput rather than latency (the chart and the C ceiling use it).
+    def steady = @opts[:messages].max
 
     # fd/thread of the two cells of each repetition, run back to back: the
     # machine's slow drifts cancel out of a ratio.
@@ -256,9 +265,11 @@ module Bench
   end
 end
 
-opts = { messages: 1_000, reps: 3, producers: [1, 2, 5, 10, 25], variants: %w[async], scale: false, cbench: true, argv: ARGV.dup }
+opts = { messages: [1_000], reps: 3, producers: [1, 2, 5, 10, 25], variants: %w[async], scale: false, cbench: true, argv: ARGV.dup }
 OptionParser.new do |o|
-  o.on("--messages M", Integer, "messages per producer (default 1000; 20000 for steady figures)") { |v| opts[:messages] = v }
+  o.on("--messages LIST", Array, "messages per producer (default 1000; 20000 for steady figures; 1000,20000 for both)") do |v|
+    opts[:messages] = v.map { Integer(_1) }
+  end
   o.on("--reps N", Integer, "repetitions per cell (default 3)") { |v| opts[:reps] = v }
   o.on("--producers LIST", Array, "producer counts (default 1,2,5,10,25)") { |v| opts[:producers] = v.map(&:to_i) }
   o.on("--variants LIST", Array, "async,many_sync,one_thread (default async)") { |v| opts[:variants] = v }
