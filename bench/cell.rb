@@ -30,9 +30,7 @@ module Bench
     # CPU seconds per thread group: librdkafka's ("rdk:*"), our pollers
     # ("sluice.*"), and the rest (the Ruby threads driving the producers).
     def cpu_by_group
-      Dir.children("/proc/self/task").each_with_object(Hash.new(0.0)) do |tid, acc|
-        comm = File.read("/proc/self/task/#{tid}/comm").strip
-        fields = File.read("/proc/self/task/#{tid}/stat").split(") ").last.split
+      each_thread.each_with_object(Hash.new(0.0)) do |(comm, seconds), acc|
         group = if comm.start_with?("rdk:")
                   :librdkafka
                 elsif comm.start_with?("sluice.")
@@ -40,21 +38,20 @@ module Bench
                 else
                   :ruby
                 end
-        acc[group] += (fields[11].to_i + fields[12].to_i) / Etc.sysconf(Etc::SC_CLK_TCK).to_f
-      rescue Errno::ENOENT
-        next
+        acc[group] += seconds
       end
     end
 
-    # CPU seconds of the native thread whose name starts with prefix (Ruby names native threads).
-    def thread_cpu(prefix)
-      Dir.children("/proc/self/task").sum do |tid|
-        next 0 unless File.read("/proc/self/task/#{tid}/comm").start_with?(prefix)
+    # CPU seconds of the native threads whose name starts with prefix (Ruby names native threads).
+    def thread_cpu(prefix) = each_thread.sum { |comm, seconds| comm.start_with?(prefix) ? seconds : 0 }
 
-        fields = File.read("/proc/self/task/#{tid}/stat").split(") ").last.split
-        (fields[11].to_i + fields[12].to_i) / Etc.sysconf(Etc::SC_CLK_TCK).to_f
+    # [name, CPU seconds] of every live thread; schedstat counts nanoseconds
+    # (stat's clock ticks are 10 ms: too coarse for a 20 ms burst).
+    def each_thread
+      Dir.children("/proc/self/task").filter_map do |tid|
+        [File.read("/proc/self/task/#{tid}/comm").strip, File.read("/proc/self/task/#{tid}/schedstat").split.first.to_i / 1e9]
       rescue Errno::ENOENT
-        0
+        nil
       end
     end
   end

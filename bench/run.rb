@@ -99,11 +99,13 @@ module Bench
       rows.join("\n")
     end
 
+    SCALE = [100, 1000].freeze
+
     # 100 and 1,000 producers on one FD poller; thread mode as far as the machine allows.
     def scale
       puts "== scale: 100 messages per producer"
-      [[:fd, 100], [:fd, 1000], [:thread, 100], [:thread, 1000]].each do |mode, producers|
-        result = cell(mode: mode, producers: producers, messages: 100, variant: "async", rep: 0)
+      [@opts[:reps], 3].min.times.to_a.product(SCALE, %i[fd thread]).each do |rep, producers, mode|
+        result = cell(mode: mode, producers: producers, messages: 100, variant: "async", rep: rep)
         stats = result[:poller_stats]
         next unless stats
 
@@ -185,6 +187,7 @@ module Bench
 
         #{variant_sections}
         #{ceiling_text}
+        #{scale_text}
         ## Every cell (medians)
 
         #{detail_table}
@@ -200,6 +203,27 @@ module Bench
       @opts[:messages].product(@opts[:variants]).map do |messages, variant|
         "## #{variant}, #{messages} messages per producer (#{variant_text(variant)})\n\n#{table(variant, messages)}\n"
       end.join("\n")
+    end
+
+    def scale_text
+      cells = @cells.select { _1[:messages_per_producer] == 100 }
+      return "" if cells.empty?
+
+      rows = SCALE.product(%w[fd thread]).filter_map do |producers, mode|
+        picked = cells.select { _1[:producers] == producers && _1[:mode] == mode }
+        next if picked.empty?
+
+        wakeup = picked.filter_map { _1[:poller_us_per_wakeup] }
+        format("| %d | %s | %d | %d | %d | %s |", producers, mode, median(picked.map { _1[:rate] }), picked.first[:ruby_threads],
+               median(picked.map { _1[:os_threads] }), wakeup.empty? ? "-" : format("%.1f", median(wakeup)))
+      end
+      <<~MD
+        ## Scale: many producers, 100 messages each (medians of #{cells.map { _1[:rep] }.uniq.size})
+
+        | producers | mode | msg/s | Ruby threads | OS threads | poller CPU per wake-up (us) |
+        |---:|---|---:|---:|---:|---:|
+        #{rows.join("\n")}
+      MD
     end
 
     def ceiling_text
