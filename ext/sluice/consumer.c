@@ -7,6 +7,8 @@
 #include "sluice.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 
 typedef struct {
     rd_kafka_t *rk;
@@ -26,10 +28,28 @@ static void *consumer_destroy_nogvl(void *p) {
     return NULL;
 }
 
-static void consumer_free(void *p) {
-    /* Tests close explicitly; a forgotten consumer is torn down here (short: no group). */
+static void *consumer_release_in_background(void *p) {
     consumer_destroy_handle(p);
-    xfree(p);
+    free(p);
+    return NULL;
+}
+
+static void consumer_free(void *p) {
+    consumer_t *c = p;
+    /* Collected without #close: closing can wait on the broker, which must never
+     * happen inside GC with the GVL held — a detached thread does it. */
+    consumer_t *copy = c->rk && !sluice_forked(c->pid) ? malloc(sizeof(*copy)) : NULL;
+    if (copy) {
+        pthread_t thr;
+        pthread_attr_t attr;
+        *copy = *c;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&thr, &attr, consumer_release_in_background, copy)) consumer_release_in_background(copy);
+        pthread_attr_destroy(&attr);
+        c->rk = NULL;
+    }
+    xfree(c);
 }
 
 static size_t consumer_memsize(const void *p) { return sizeof(consumer_t); }

@@ -37,9 +37,6 @@ static inline int sluice_forked(pid_t owner_pid) { return owner_pid != sluice_cu
 /* Monotonic clock in milliseconds (vDSO, no syscall). */
 double sluice_now_ms(void);
 
-/* Make an fd non-blocking and close-on-exec; returns -1 with errno on error. */
-int sluice_fd_harden(int fd);
-
 void sluice_init_client(void);
 void sluice_init_selector(void);
 void sluice_init_consumer(void);

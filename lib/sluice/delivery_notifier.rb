@@ -9,12 +9,9 @@ module Sluice
   # waiting fiber lets the others run.
   #
   # A wait on the producer's own polling thread (produce_sync in a callback)
-  # cannot sleep: nobody else would deliver the report. It serves the queue
-  # itself instead.
+  # cannot sleep: nobody else would deliver the report. It has the poll state
+  # serve the queue instead.
   class DeliveryNotifier
-    # How long one inline poll blocks (ms) when waiting on the polling thread.
-    PUMP_MS = 10
-
     attr_reader :max_wait_timeout
 
     def initialize(max_wait_timeout)
@@ -30,12 +27,6 @@ module Sluice
     def attach(poller, state)
       @poller = poller
       @state = state
-    end
-
-    # @api private — on the polling thread: wait up to timeout_ms for events and
-    # dispatch them here.
-    def pump(timeout_ms = PUMP_MS)
-      @state.drain_all if @state.client.wait_events(timeout_ms)
     end
 
     # Called by the poller after resolving handles. Reading @waiters unlocked is
@@ -91,7 +82,7 @@ module Sluice
       while handle.pending?
         raise Errors::WaitTimeoutError.new("no delivery report within #{timeout_ms} ms", handle: handle) if now >= deadline
 
-        pump
+        @state.pump
       end
       handle.report
     end

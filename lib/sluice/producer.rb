@@ -174,7 +174,7 @@ module Sluice
     def make_room
       backoff = @config.wait_backoff_on_queue_full
       if @poller.in_poller_thread?
-        @notifier.pump(backoff) # nobody else polls while we are the poller
+        @state.pump(backoff) # nobody else polls while we are the poller
       else
         sleep(backoff / 1000.0)
       end
@@ -208,7 +208,7 @@ module Sluice
       until @client.outq_len.zero?
         return false if deadline && now >= deadline
 
-        @notifier.pump
+        @state.pump
       end
       true
     end

@@ -12,6 +12,9 @@ module Sluice
     # unwind through librdkafka.
     class State
       # syslog levels of librdkafka log lines -> Logger severities
+      # How long one #pump blocks (ms).
+      PUMP_MS = 10
+
       # Items dispatched between two looks at the clock (x4: quads).
       CHECK_EVERY = 8 * 4
 
@@ -62,6 +65,12 @@ module Sluice
 
       # Everything on the queue, however long it takes.
       def drain_all = serve(-1)
+
+      # For a wait on the polling thread itself, where nobody else would serve
+      # the queue: block up to timeout_ms for events, then dispatch them here.
+      def pump(timeout_ms = PUMP_MS)
+        drain_all if @client.wait_events(timeout_ms)
+      end
 
       # Nothing drained is waiting to be dispatched. librdkafka counts a message
       # as done once its report left the queue; a flush must also wait for our
