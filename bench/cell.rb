@@ -103,7 +103,7 @@ module Bench
     end
 
     def ensure_topic
-      admin = Sluice::Native::Client.new([["bootstrap.servers", @opts[:brokers]]])
+      admin = Sluice::Native::Producer.new([["bootstrap.servers", @opts[:brokers]]])
       admin.create_topics([[@topic, 1, nil]], 30_000)
       admin.destroy
     end

@@ -17,6 +17,7 @@ end
 
 have_header("sys/epoll.h") or abort "sluice needs Linux epoll"
 have_header("sys/eventfd.h") or abort "sluice needs Linux eventfd"
+have_func("pipe2", "unistd.h")
 
 $CFLAGS << " -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers"
 $CFLAGS << " -Werror" if ENV["SLUICE_WERROR"]

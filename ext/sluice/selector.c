@@ -6,9 +6,9 @@
  * no fd list is rebuilt per wait and a wait costs the same for 1 or 1,000
  * producers: only ready fds come back.
  *
- * The selector reads from the pipes (to re-arm librdkafka's edge-triggered
- * wake-up) but does not own them: a pipe is removed from the set before its
- * owner closes it.
+ * The selector never reads the clients' pipes (each client empties its own
+ * when it serves its queue) and does not own them: a pipe is removed from the
+ * set before its owner closes it.
  */
 #include "sluice.h"
 
@@ -108,24 +108,14 @@ struct wait_args {
     selector_t *s;
     int timeout_ms;
     int count;
+    int err;
     struct epoll_event events[SELECTOR_MAX_EVENTS];
 };
-
-static void drain_fd(int fd) {
-    char buf[64];
-    while (read(fd, buf, sizeof(buf)) > 0) {
-    }
-}
 
 static void *wait_nogvl(void *p) {
     struct wait_args *a = p;
     a->count = epoll_wait(a->s->epfd, a->events, SELECTOR_MAX_EVENTS, a->timeout_ms);
-    /* Empty each ready pipe before its queue is polled: a byte written after
-     * this point means new events and must wake us again. */
-    for (int i = 0; i < a->count; i++) {
-        uint64_t data = a->events[i].data.u64;
-        drain_fd(data == UINT64_MAX ? a->s->wakefd : (int)(uint32_t)data);
-    }
+    a->err = errno;
     return NULL;
 }
 
@@ -138,7 +128,12 @@ static void wait_ubf(void *p) {
 
 /*
  * #wait(timeout_ms) -> [token, ...] of the ready pipes (possibly empty)
+ *
  * Releases the GVL while waiting; #wakeup or an interrupt ends the wait early.
+ * Reads nothing from the clients' pipes: each client empties its own when it
+ * serves its queue (Client#drain), so a wake-up is consumed only by the code
+ * that acts on it. An interrupt is raised before anything is consumed; the
+ * ready fds stay ready (level-triggered) for the next wait.
  */
 static VALUE selector_wait(VALUE self, VALUE timeout) {
     selector_t *s = selector_open(self);
@@ -146,16 +141,24 @@ static VALUE selector_wait(VALUE self, VALUE timeout) {
     a->s = s;
     a->timeout_ms = NUM2INT(timeout);
     a->count = 0;
-    rb_thread_call_without_gvl(wait_nogvl, a, wait_ubf, a);
-    int count = a->count, err = errno;
-    VALUE tokens = rb_ary_new_capa(count > 0 ? count : 0);
-    for (int i = 0; i < count; i++) {
-        uint64_t data = a->events[i].data.u64;
-        if (data != UINT64_MAX) rb_ary_push(tokens, LONG2FIX((long)(data >> 32)));
-    }
-    if (count < 0 && err != EINTR) {
-        errno = err;
+    a->err = 0;
+    rb_thread_call_without_gvl2(wait_nogvl, a, wait_ubf, a);
+    rb_thread_check_ints();
+    if (a->count < 0 && a->err != EINTR) {
+        errno = a->err;
         rb_sys_fail("epoll_wait");
+    }
+    VALUE tokens = rb_ary_new_capa(a->count > 0 ? a->count : 0);
+    for (int i = 0; i < a->count; i++) {
+        uint64_t data = a->events[i].data.u64;
+        if (data == UINT64_MAX) {
+            uint64_t ignored;
+            if (read(s->wakefd, &ignored, sizeof(ignored)) < 0) {
+                /* EAGAIN: emptied already */
+            }
+        } else {
+            rb_ary_push(tokens, LONG2FIX((long)(data >> 32)));
+        }
     }
     return tokens;
 }

@@ -4,6 +4,7 @@
 #include "sluice.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,24 @@ VALUE sluice_eForked;
 volatile pid_t sluice_current_pid;
 
 static void sluice_atfork_child(void) { sluice_current_pid = getpid(); }
+
+int sluice_pipe(int fds[2]) {
+#ifdef HAVE_PIPE2
+    return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
+#else
+    if (pipe(fds) < 0) return -1;
+    for (int i = 0; i < 2; i++) {
+        if (fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK) < 0 || fcntl(fds[i], F_SETFD, FD_CLOEXEC) < 0) {
+            int err = errno;
+            close(fds[0]);
+            close(fds[1]);
+            errno = err;
+            return -1;
+        }
+    }
+    return 0;
+#endif
+}
 
 double sluice_now_ms(void) {
     struct timespec ts;

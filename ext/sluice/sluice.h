@@ -34,6 +34,11 @@ extern volatile pid_t sluice_current_pid;
 
 static inline int sluice_forked(pid_t owner_pid) { return owner_pid != sluice_current_pid; }
 
+/* A pipe whose ends are both non-blocking and close-on-exec (librdkafka must
+ * never block writing a wake-up; a child exec'd by the application must not
+ * inherit it). Returns -1 with errno set. */
+int sluice_pipe(int fds[2]);
+
 /* Monotonic clock in milliseconds (vDSO, no syscall). */
 double sluice_now_ms(void);
 

@@ -30,7 +30,7 @@ module Sluice
       @config.validate!.freeze
       @id = @config.id
       @monitor = @config.monitor || Monitor.new(logger: @config.logger)
-      @client = Native::Client.new(@config.kafka_pairs)
+      @client = Native::Producer.new(@config.kafka_pairs)
       @notifier = DeliveryNotifier.new(@config.max_wait_timeout)
       @client.handles(DeliveryHandle, @notifier)
       @partitioner = Partitioner.new(@client, @config.max_wait_timeout)

@@ -21,7 +21,7 @@ module TestKafka
     def prepare!
       return if @prepared
 
-      admin = Sluice::Native::Client.new([["bootstrap.servers", BROKERS]])
+      admin = Sluice::Native::Producer.new([["bootstrap.servers", BROKERS]])
       results = admin.create_topics(TOPICS.map { |name, (partitions, configs)| [name, partitions, configs] }, 30_000)
       results.each do |name, code, message|
         next if code.zero? || Sluice::KafkaError.code_for(code) == :topic_already_exists

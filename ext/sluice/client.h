@@ -1,0 +1,92 @@
+/*
+ * The native client: one librdkafka handle, its main queue and wake-up pipe.
+ *
+ * Sluice::Native::Client is the base class (lifecycle, main-queue drain,
+ * OAuth, fatal errors, admin); Sluice::Native::Producer adds produce, flush,
+ * purge and transactions. Each concept has its own file:
+ *
+ *   client.c        allocation, configuration, destroy, fork and busy tracking
+ *   drain.c         the main queue: non-blocking drain, blocking wait, wake-up pipe
+ *   produce.c       message validation, topic handles, in-flight table, produce/flush/purge
+ *   transactions.c  the transactional API
+ *   admin.c         metadata (partition counts) and topic creation
+ */
+#ifndef SLUICE_CLIENT_H
+#define SLUICE_CLIENT_H
+
+#include "sluice.h"
+
+#define TOPIC_CACHE_MAX 64 /* beyond this, produce by name (librdkafka looks the topic up per message) */
+
+typedef struct {
+    char *name;
+    size_t len;
+    rd_kafka_topic_t *rkt;
+} topic_entry_t;
+
+typedef int32_t (*partitioner_fn)(const rd_kafka_topic_t *, const void *, size_t, int32_t, void *, void *);
+
+typedef struct {
+    rd_kafka_t *rk;
+    rd_kafka_type_t kind;
+    rd_kafka_queue_t *queue;   /* main queue: delivery reports, errors, stats, oauth, logs */
+    rd_kafka_event_t *pending; /* taken by a blocking #wait_events, served by the next #drain */
+    partitioner_fn partitioner;
+    pid_t pid;
+    int closed;                /* set with the GVL held before destroying: every call is refused */
+    int busy;                  /* GVL-released calls in flight (atomic); destroy waits for 0 */
+    int wake_r, wake_w;        /* wake-up pipe for FD polling, -1 when disabled */
+    int exhausted;             /* the last #drain stopped on its budget with events left */
+    VALUE inflight;            /* Array: slot -> DeliveryHandle (nil when free) */
+    int32_t *free_slots;       /* stack of free slots; capacity >= inflight length */
+    long free_count, free_capa;
+    long inflight_count;
+    VALUE handle_class;        /* what #produce returns (Sluice::DeliveryHandle) */
+    VALUE notifier;            /* given to every handle: wakes its waiters */
+    topic_entry_t topics[TOPIC_CACHE_MAX]; /* topic handles, so produce skips librdkafka's by-name lookup */
+    int topic_count;
+} client_t;
+
+extern VALUE sluice_cClient;
+
+client_t *sluice_client_get(VALUE self);
+/* The struct of a usable handle; raises for a closed one or one inherited through fork. */
+client_t *sluice_client_open(VALUE self);
+
+/*
+ * The one gate for every GVL-released librdkafka call of a client, in two
+ * halves around the caller's cleanup:
+ *
+ *   ran = sluice_client_blocking(c, fn, &args, ubf, &args);
+ *   ...take fn's results into safe hands: keep events, convert and destroy
+ *      error objects, drop topic references (nothing here may raise)...
+ *   sluice_client_unblock(c);
+ *
+ * sluice_client_blocking runs fn(arg) without the GVL, counted in c->busy so
+ * #destroy waits until the caller is done with the handle. Unlike
+ * rb_thread_call_without_gvl it never raises: an interrupt that arrives before
+ * the call means fn does not run (returns 0), one that arrives during it stays
+ * pending. sluice_client_unblock ends the count, then raises what is pending.
+ * So a Timeout or Thread#raise never skips cleanup, and #close works after any
+ * interrupted call.
+ */
+int sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg);
+void sluice_client_unblock(client_t *c);
+
+/* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending. */
+static inline void sluice_raise_pending_interrupts(void) { rb_thread_check_ints(); }
+
+/* The C string at ary[i], which must be a String without NUL bytes. */
+const char *sluice_cstr_at(VALUE ary, long i);
+VALUE sluice_str_or_nil(const char *s);
+
+/* produce.c: what the drain and destroy need of the in-flight table and topic cache. */
+VALUE sluice_inflight_release(client_t *c, long slot);
+void sluice_topics_release(client_t *c);
+
+void sluice_init_drain(VALUE klass);
+void sluice_init_admin(VALUE klass);
+void sluice_init_produce(VALUE klass);
+void sluice_init_transactions(VALUE klass);
+
+#endif

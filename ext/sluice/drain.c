@@ -1,0 +1,224 @@
+/*
+ * The main queue of a client: delivery reports, errors, statistics, OAuth
+ * refresh requests and logs, turned into plain data by #drain (GVL held,
+ * non-blocking) and waited for by #wait_events (:thread mode, GVL released) or
+ * through the wake-up pipe (:fd mode, the poller's selector).
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <math.h>
+#include <unistd.h>
+
+static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log;
+/* DeliveryHandle's fields (lib/sluice/delivery_handle.rb): a delivery is recorded here */
+static ID id_iv_partition, id_iv_offset;
+
+static void push4(VALUE batch, VALUE a, VALUE b, VALUE c, VALUE d) {
+    VALUE v[4] = {a, b, c, d};
+    rb_ary_cat(batch, v, 4);
+}
+
+/*
+ * A successful delivery is recorded on its handle right here — @partition,
+ * then @offset, which ends DeliveryHandle#pending? — because this is the one
+ * per-message step of every produce; Ruby sees the handle again only when it
+ * asked to (acks != 0: someone listens to message.acknowledged). A failed
+ * delivery goes to Ruby whole, which builds the KafkaError.
+ */
+static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks) {
+    switch (rd_kafka_event_type(ev)) {
+    case RD_KAFKA_EVENT_DR: {
+        const rd_kafka_message_t *msg;
+        while ((msg = rd_kafka_event_message_next(ev))) {
+            VALUE handle = sluice_inflight_release(c, (long)(uintptr_t)msg->_private - 1);
+            if (NIL_P(handle)) continue;
+            if (msg->err) {
+                push4(batch, handle, INT2FIX(msg->partition), LL2NUM(msg->offset), INT2FIX(msg->err));
+                continue;
+            }
+            if (RB_OBJ_FROZEN(handle)) continue; /* someone froze it: it cannot take its report, and must not stop the drain */
+            rb_ivar_set(handle, id_iv_partition, INT2FIX(msg->partition));
+            rb_ivar_set(handle, id_iv_offset, LL2NUM(msg->offset));
+            if (acks) push4(batch, handle, Qnil, Qnil, INT2FIX(0));
+        }
+        break;
+    }
+    case RD_KAFKA_EVENT_ERROR: {
+        int fatal = rd_kafka_event_error_is_fatal(ev);
+        rd_kafka_resp_err_t code = rd_kafka_event_error(ev);
+        char reason[512];
+        snprintf(reason, sizeof(reason), "%s", rd_kafka_event_error_string(ev));
+        if (fatal) code = rd_kafka_fatal_error(c->rk, reason, sizeof(reason)); /* the underlying error */
+        push4(batch, sym_error, INT2FIX(code), rb_str_new_cstr(reason), fatal ? Qtrue : Qfalse);
+        break;
+    }
+    case RD_KAFKA_EVENT_STATS:
+        push4(batch, sym_statistics, sluice_str_or_nil(rd_kafka_event_stats(ev)), Qnil, Qnil);
+        break;
+    case RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH:
+        push4(batch, sym_oauthbearer_token_refresh, sluice_str_or_nil(rd_kafka_event_config_string(ev)), Qnil, Qnil);
+        break;
+    case RD_KAFKA_EVENT_LOG: {
+        const char *fac = NULL, *str = NULL;
+        int level = 6;
+        rd_kafka_event_log(ev, &fac, &str, &level);
+        push4(batch, sym_log, INT2FIX(level), sluice_str_or_nil(fac), sluice_str_or_nil(str));
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void empty_pipe(int fd) {
+    char buf[64];
+    while (read(fd, buf, sizeof(buf)) > 0) {
+    }
+}
+
+/*
+ * #drain(budget_ms, acks) -> Array or nil
+ *
+ * Empties the wake-up pipe, then polls without blocking and with the GVL held
+ * until the queue is empty or budget_ms (negative: no budget) is spent. The
+ * pipe is read here, by the client about to serve its queue, and not by the
+ * selector: a wake-up is consumed only when the events it announced are
+ * served, so an interrupt between the two can never lose one. Successful
+ * deliveries are recorded on their handles (see serve_event). Returns nil when
+ * nothing is left for Ruby, else a flat Array of quads in queue order:
+ *   handle, partition, offset, error_code   (a failed delivery, to resolve)
+ *   handle, nil, nil, 0                     (delivered; only when acks is true)
+ *   :error, code, reason, fatal
+ *   :statistics, json, nil, nil
+ *   :oauthbearer_token_refresh, config, nil, nil
+ *   :log, level, facility, message
+ * #exhausted? then tells whether the budget ran out with events left.
+ */
+static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
+    client_t *c = sluice_client_open(self);
+    VALUE batch = rb_ary_new(); /* reused below, returned only when Ruby has work */
+    double budget_ms = NUM2DBL(budget);
+    double deadline = budget_ms < 0 ? INFINITY : sluice_now_ms() + budget_ms;
+    if (c->wake_r >= 0) empty_pipe(c->wake_r);
+    c->exhausted = 0;
+    for (;;) {
+        rd_kafka_event_t *ev = c->pending ? c->pending : rd_kafka_queue_poll(c->queue, 0);
+        c->pending = NULL;
+        if (!ev) break;
+        serve_event(c, ev, batch, RTEST(acks));
+        rd_kafka_event_destroy(ev);
+        if (sluice_now_ms() >= deadline) {
+            c->exhausted = rd_kafka_queue_length(c->queue) > 0;
+            break;
+        }
+    }
+    return RARRAY_LEN(batch) ? batch : Qnil;
+}
+
+static VALUE client_exhausted_p(VALUE self) { return sluice_client_get(self)->exhausted ? Qtrue : Qfalse; }
+
+struct wait_args {
+    client_t *c;
+    int timeout_ms;
+};
+
+/* The event is stored before the gate lets #destroy proceed: it is never lost or leaked. */
+static void *wait_events_nogvl(void *p) {
+    struct wait_args *a = p;
+    a->c->pending = rd_kafka_queue_poll(a->c->queue, a->timeout_ms);
+    return NULL;
+}
+
+static void wait_events_ubf(void *p) { rd_kafka_queue_yield(((struct wait_args *)p)->c->queue); }
+
+/*
+ * #wait_events(timeout_ms) -> true if an event is ready for #drain
+ *
+ * The blocking poll of :thread mode: GVL released, interruptible (Thread#raise,
+ * #kill, #interrupt_wait all yield the queue). The event it takes is kept for
+ * the next #drain, which serves it with the GVL held.
+ */
+static VALUE client_wait_events(VALUE self, VALUE timeout) {
+    client_t *c = sluice_client_open(self);
+    if (c->pending) return Qtrue;
+    struct wait_args a = {c, NUM2INT(timeout)};
+    sluice_client_blocking(c, wait_events_nogvl, &a, wait_events_ubf, &a);
+    VALUE ready = c->pending ? Qtrue : Qfalse;
+    sluice_client_unblock(c);
+    return ready;
+}
+
+/* #interrupt_wait — makes a blocking #wait_events in another thread return now. */
+static VALUE client_interrupt_wait(VALUE self) {
+    client_t *c = sluice_client_get(self);
+    if (c->queue && !c->closed && !sluice_forked(c->pid)) rd_kafka_queue_yield(c->queue);
+    return Qnil;
+}
+
+/* #queue_length -> events waiting on the main queue */
+static VALUE client_queue_length(VALUE self) {
+    client_t *c = sluice_client_open(self);
+    return SIZET2NUM(rd_kafka_queue_length(c->queue) + (c->pending ? 1 : 0));
+}
+
+/*
+ * #wakeup_enable -> read fd
+ *
+ * Opens a non-blocking, close-on-exec pipe and hands its write end to
+ * librdkafka: it writes one byte when the main queue goes from empty to
+ * non-empty (a wake-up signal; the events stay on the queue). Events already
+ * queued give no wake-up, so the caller must poll once after enabling.
+ */
+static VALUE client_wakeup_enable(VALUE self) {
+    client_t *c = sluice_client_open(self);
+    if (c->wake_r >= 0) return INT2FIX(c->wake_r);
+    int fds[2];
+    if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
+    c->wake_r = fds[0];
+    c->wake_w = fds[1];
+    rd_kafka_queue_io_event_enable(c->queue, c->wake_w, "1", 1);
+    return INT2FIX(c->wake_r);
+}
+
+/* #wakeup_disable — IO events off first, then the pipe is closed. */
+static VALUE client_wakeup_disable(VALUE self) {
+    client_t *c = sluice_client_get(self);
+    if (c->wake_w < 0) return Qnil;
+    if (!sluice_forked(c->pid) && c->queue) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
+    close(c->wake_r);
+    close(c->wake_w);
+    c->wake_r = c->wake_w = -1;
+    return Qnil;
+}
+
+/* #wakeup_signal — writes a wake-up ourselves (a drain that ran out of budget re-arms). */
+static VALUE client_wakeup_signal(VALUE self) {
+    client_t *c = sluice_client_get(self);
+    if (c->wake_w >= 0 && write(c->wake_w, "1", 1) < 0 && errno != EAGAIN) rb_sys_fail("write");
+    return Qnil;
+}
+
+static VALUE client_wakeup_fd(VALUE self) {
+    client_t *c = sluice_client_get(self);
+    return c->wake_r >= 0 ? INT2FIX(c->wake_r) : Qnil;
+}
+
+void sluice_init_drain(VALUE klass) {
+    rb_define_method(klass, "drain", client_drain, 2);
+    rb_define_method(klass, "exhausted?", client_exhausted_p, 0);
+    rb_define_method(klass, "wait_events", client_wait_events, 1);
+    rb_define_method(klass, "interrupt_wait", client_interrupt_wait, 0);
+    rb_define_method(klass, "queue_length", client_queue_length, 0);
+    rb_define_method(klass, "wakeup_enable", client_wakeup_enable, 0);
+    rb_define_method(klass, "wakeup_disable", client_wakeup_disable, 0);
+    rb_define_method(klass, "wakeup_signal", client_wakeup_signal, 0);
+    rb_define_method(klass, "wakeup_fd", client_wakeup_fd, 0);
+
+    sym_error = ID2SYM(rb_intern("error"));
+    sym_statistics = ID2SYM(rb_intern("statistics"));
+    sym_oauthbearer_token_refresh = ID2SYM(rb_intern("oauthbearer_token_refresh"));
+    sym_log = ID2SYM(rb_intern("log"));
+    id_iv_partition = rb_intern("@partition");
+    id_iv_offset = rb_intern("@offset");
+}

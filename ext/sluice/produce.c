@@ -1,0 +1,409 @@
+/*
+ * Sluice::Native::Producer — producing: message validation, topic handles,
+ * the in-flight table that maps message opaques to Ruby delivery handles, and
+ * the waits on what was produced (flush, purge).
+ */
+#include "client.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+static ID id_topic, id_payload, id_key, id_partition, id_partition_key, id_timestamp, id_headers, id_label;
+/* DeliveryHandle's fields (lib/sluice/delivery_handle.rb): set here on the hot path */
+static ID id_iv_topic, id_iv_label, id_iv_notifier;
+
+
+static long slot_acquire(client_t *c, VALUE handle) {
+    long slot;
+    if (c->free_count > 0) {
+        slot = c->free_slots[--c->free_count];
+        rb_ary_store(c->inflight, slot, handle);
+    } else {
+        slot = RARRAY_LEN(c->inflight);
+        if (slot >= INT32_MAX) rb_raise(rb_eRangeError, "too many messages in flight");
+        if (slot >= c->free_capa) { /* grow first, so releasing a slot never allocates */
+            long capa = c->free_capa ? c->free_capa * 2 : 1024;
+            REALLOC_N(c->free_slots, int32_t, capa);
+            c->free_capa = capa;
+        }
+        rb_ary_push(c->inflight, handle);
+    }
+    c->inflight_count++;
+    return slot;
+}
+
+VALUE sluice_inflight_release(client_t *c, long slot) {
+    if (slot < 0 || slot >= RARRAY_LEN(c->inflight)) return Qnil;
+    VALUE handle = RARRAY_AREF(c->inflight, slot);
+    if (NIL_P(handle)) return Qnil;
+    RARRAY_ASET(c->inflight, slot, Qnil);
+    c->free_slots[c->free_count++] = (int32_t)slot;
+    c->inflight_count--;
+    return handle;
+}
+
+/* The cached topic handle for name, or NULL (cache full, or librdkafka refused it). */
+static rd_kafka_topic_t *topic_handle(client_t *c, const char *name, size_t len) {
+    for (int i = 0; i < c->topic_count; i++)
+        if (c->topics[i].len == len && !memcmp(c->topics[i].name, name, len)) return c->topics[i].rkt;
+    if (c->topic_count == TOPIC_CACHE_MAX) return NULL;
+    char *copy = malloc(len + 1);
+    if (!copy) return NULL;
+    memcpy(copy, name, len + 1);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(c->rk, copy, NULL);
+    if (!rkt) {
+        free(copy);
+        return NULL;
+    }
+    c->topics[c->topic_count++] = (topic_entry_t){copy, len, rkt};
+    return rkt;
+}
+
+/* ------------------------------------------------------------------ message validation */
+
+typedef struct {
+    VALUE topic, payload, key, headers, label, partition_key;
+    int32_t partition;
+    int64_t timestamp; /* ms; -1 when not given (0 is a valid time: the epoch) */
+    long header_count;
+} message_t;
+
+static NORETURN(void invalid(const char *fmt, ...));
+static void invalid(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    VALUE msg = rb_vsprintf(fmt, ap);
+    va_end(ap);
+    rb_exc_raise(rb_exc_new_str(sluice_eMessageInvalid, msg));
+}
+
+static void check_topic(VALUE topic) {
+    if (!RB_TYPE_P(topic, T_STRING)) invalid("topic must be a String, got %" PRIsVALUE, rb_obj_class(topic));
+    long len = RSTRING_LEN(topic);
+    if (len == 0 || len > 249) invalid("topic must be 1 to 249 characters long, got %ld", len);
+    const char *s = RSTRING_PTR(topic);
+    if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+        invalid("topic %+" PRIsVALUE " is not a legal topic name", topic);
+    for (long i = 0; i < len; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+              ch == '_' || ch == '-'))
+            invalid("topic %+" PRIsVALUE " has invalid characters (allowed: ASCII letters, digits, '.', '_', '-')",
+                    topic);
+    }
+}
+
+static int count_header(VALUE name, VALUE value, VALUE countp) {
+    long *count = (long *)countp;
+    if (!RB_TYPE_P(name, T_STRING)) invalid("header names must be Strings, got %+" PRIsVALUE, name);
+    if (NIL_P(value) || RB_TYPE_P(value, T_STRING)) {
+        (*count)++;
+    } else if (RB_TYPE_P(value, T_ARRAY)) {
+        for (long i = 0; i < RARRAY_LEN(value); i++)
+            if (!RB_TYPE_P(RARRAY_AREF(value, i), T_STRING))
+                invalid("header %+" PRIsVALUE " values must be Strings, got %+" PRIsVALUE, name, RARRAY_AREF(value, i));
+        *count += RARRAY_LEN(value);
+    } else {
+        invalid("header %+" PRIsVALUE " must be a String or an Array of Strings, got %" PRIsVALUE, name,
+                rb_obj_class(value));
+    }
+    return ST_CONTINUE;
+}
+
+/* librdkafka reads 0 as "not set" and stamps the current time: the epoch and
+ * anything before it cannot be sent, so both forms refuse them. */
+static int64_t timestamp_ms(VALUE ts) {
+    int64_t ms;
+    if (RB_INTEGER_TYPE_P(ts)) {
+        if (!FIXNUM_P(ts)) invalid("timestamp %" PRIsVALUE " is out of range (milliseconds since the epoch)", ts);
+        ms = NUM2LL(ts);
+    } else if (rb_obj_is_kind_of(ts, rb_cTime)) {
+        struct timespec t = rb_time_timespec(ts);
+        ms = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    } else {
+        invalid("timestamp must be a Time or Integer milliseconds, got %" PRIsVALUE, rb_obj_class(ts));
+    }
+    if (ms <= 0)
+        invalid("timestamp %+" PRIsVALUE " is at or before the epoch: librdkafka would replace it with the current time", ts);
+    return ms;
+}
+
+struct fields {
+    message_t *m;
+    VALUE partition, partition_key, timestamp;
+    VALUE unknown; /* Array of unknown keys, or Qnil */
+};
+
+/* One pass over the (usually two-key) message Hash: cheaper than a lookup per known key. */
+static int read_field(VALUE key, VALUE value, VALUE arg) {
+    struct fields *f = (struct fields *)arg;
+    ID id = SYMBOL_P(key) ? SYM2ID(key) : 0;
+    if (id == id_topic) f->m->topic = value;
+    else if (id == id_payload) f->m->payload = value;
+    else if (id == id_key) f->m->key = value;
+    else if (id == id_partition) f->partition = value;
+    else if (id == id_partition_key) f->partition_key = value;
+    else if (id == id_timestamp) f->timestamp = value;
+    else if (id == id_headers) f->m->headers = value;
+    else if (id == id_label) f->m->label = value;
+    else {
+        if (NIL_P(f->unknown)) f->unknown = rb_ary_new();
+        rb_ary_push(f->unknown, key);
+    }
+    return ST_CONTINUE;
+}
+
+/*
+ * Reads and checks a message Hash. Raises MessageInvalidError; allocates nothing
+ * native, so a raise here loses nothing.
+ */
+static void message_read(VALUE hash, message_t *m) {
+    if (!RB_TYPE_P(hash, T_HASH)) invalid("message must be a Hash, got %" PRIsVALUE, rb_obj_class(hash));
+    m->topic = m->payload = m->key = m->headers = m->label = Qnil;
+    struct fields f = {m, Qnil, Qnil, Qnil, Qnil};
+    rb_hash_foreach(hash, read_field, (VALUE)&f);
+    VALUE partition = f.partition, partition_key = f.partition_key, timestamp = f.timestamp;
+    m->partition_key = partition_key;
+    if (!NIL_P(f.unknown))
+        invalid("unknown message keys: %" PRIsVALUE
+                " (known: topic, payload, key, partition, partition_key, timestamp, headers, label)",
+                rb_inspect(f.unknown));
+    if (NIL_P(m->topic)) invalid("message needs a :topic");
+    check_topic(m->topic);
+    if (!NIL_P(m->payload) && !RB_TYPE_P(m->payload, T_STRING))
+        invalid("payload must be a String or nil, got %" PRIsVALUE, rb_obj_class(m->payload));
+    if (!NIL_P(m->key) && !RB_TYPE_P(m->key, T_STRING))
+        invalid("key must be a String or nil, got %" PRIsVALUE, rb_obj_class(m->key));
+    if (!NIL_P(partition_key) && !RB_TYPE_P(partition_key, T_STRING))
+        invalid("partition_key must be a String, got %" PRIsVALUE, rb_obj_class(partition_key));
+    m->partition = RD_KAFKA_PARTITION_UA;
+    if (!NIL_P(partition)) {
+        if (!RB_INTEGER_TYPE_P(partition)) invalid("partition must be an Integer, got %" PRIsVALUE, rb_obj_class(partition));
+        if (!FIXNUM_P(partition)) invalid("partition must be -1 (any) or a partition number, got %" PRIsVALUE, partition);
+        long long p = NUM2LL(partition);
+        if (p < -1 || p > INT32_MAX) invalid("partition must be -1 (any) or a partition number, got %lld", p);
+        m->partition = (int32_t)p;
+    }
+    m->timestamp = NIL_P(timestamp) ? -1 : timestamp_ms(timestamp);
+    m->header_count = 0;
+    if (!NIL_P(m->headers)) {
+        if (!RB_TYPE_P(m->headers, T_HASH)) invalid("headers must be a Hash, got %" PRIsVALUE, rb_obj_class(m->headers));
+        rb_hash_foreach(m->headers, count_header, (VALUE)&m->header_count);
+    }
+}
+
+static int add_header(VALUE name, VALUE value, VALUE hdrsp) {
+    rd_kafka_headers_t *hdrs = (rd_kafka_headers_t *)hdrsp;
+    if (NIL_P(value)) {
+        rd_kafka_header_add(hdrs, RSTRING_PTR(name), RSTRING_LEN(name), NULL, 0);
+    } else if (RB_TYPE_P(value, T_STRING)) {
+        rd_kafka_header_add(hdrs, RSTRING_PTR(name), RSTRING_LEN(name), RSTRING_PTR(value), RSTRING_LEN(value));
+    } else {
+        for (long i = 0; i < RARRAY_LEN(value); i++) {
+            VALUE v = RARRAY_AREF(value, i);
+            rd_kafka_header_add(hdrs, RSTRING_PTR(name), RSTRING_LEN(name), RSTRING_PTR(v), RSTRING_LEN(v));
+        }
+    }
+    return ST_CONTINUE;
+}
+
+/* #validate(message) -> nil; raises MessageInvalidError. */
+static VALUE client_validate(VALUE self, VALUE message) {
+    message_t m;
+    message_read(message, &m);
+    return Qnil;
+}
+
+/* #handles(klass, notifier) — what #produce builds its handles from. */
+static VALUE client_handles(VALUE self, VALUE klass, VALUE notifier) {
+    client_t *c = sluice_client_get(self);
+    Check_Type(klass, T_CLASS);
+    RB_OBJ_WRITE(self, &c->handle_class, klass);
+    RB_OBJ_WRITE(self, &c->notifier, notifier);
+    return Qnil;
+}
+
+/*
+ * #produce(message, partition = nil) -> DeliveryHandle, error code, or false
+ *
+ * Validates the message, builds its handle (@topic, @label, @notifier) and
+ * enqueues it. Returns the librdkafka error code (Integer) when enqueuing
+ * failed, and false — before enqueuing anything — when the message has a
+ * partition_key and no partition: Ruby resolves the key, then calls again
+ * with the partition. Keeps the GVL: rd_kafka_produceva only enqueues (it
+ * never blocks without RD_KAFKA_MSG_F_BLOCK), and releasing the GVL would cost
+ * more than the call.
+ */
+static VALUE client_produce(int argc, VALUE *argv, VALUE self) {
+    VALUE message, partition;
+    rb_scan_args(argc, argv, "11", &message, &partition);
+    client_t *c = sluice_client_open(self);
+    message_t m;
+    message_read(message, &m);
+    if (NIL_P(partition) && m.partition == RD_KAFKA_PARTITION_UA && !NIL_P(m.partition_key)) return Qfalse;
+    if (!NIL_P(partition)) m.partition = NUM2INT(partition);
+    const char *topic = StringValueCStr(m.topic);
+    if (NIL_P(c->handle_class)) rb_raise(rb_eRuntimeError, "Client#handles was not called");
+
+    VALUE handle = rb_obj_alloc(c->handle_class);
+    rb_ivar_set(handle, id_iv_topic, m.topic);
+    rb_ivar_set(handle, id_iv_label, m.label);
+    rb_ivar_set(handle, id_iv_notifier, c->notifier);
+    long slot = slot_acquire(c, handle);
+    /* Nothing below raises: the slot is released on every failure path. */
+    rd_kafka_vu_t vu[8];
+    size_t n = 0;
+    rd_kafka_topic_t *rkt = topic_handle(c, topic, (size_t)RSTRING_LEN(m.topic));
+    if (rkt) vu[n].vtype = RD_KAFKA_VTYPE_RKT, vu[n++].u.rkt = rkt;
+    else vu[n].vtype = RD_KAFKA_VTYPE_TOPIC, vu[n++].u.cstr = topic;
+    vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS, vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
+    vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE, vu[n++].u.ptr = (void *)(uintptr_t)(slot + 1);
+    if (m.partition != RD_KAFKA_PARTITION_UA) vu[n].vtype = RD_KAFKA_VTYPE_PARTITION, vu[n++].u.i32 = m.partition;
+    if (!NIL_P(m.payload)) {
+        vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
+        vu[n].u.mem.ptr = RSTRING_PTR(m.payload);
+        vu[n++].u.mem.size = (size_t)RSTRING_LEN(m.payload);
+    }
+    if (!NIL_P(m.key)) {
+        vu[n].vtype = RD_KAFKA_VTYPE_KEY;
+        vu[n].u.mem.ptr = RSTRING_PTR(m.key);
+        vu[n++].u.mem.size = (size_t)RSTRING_LEN(m.key);
+    }
+    if (m.timestamp >= 0) vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP, vu[n++].u.i64 = m.timestamp;
+    rd_kafka_headers_t *hdrs = NULL;
+    if (m.header_count > 0) {
+        hdrs = rd_kafka_headers_new((size_t)m.header_count);
+        rb_hash_foreach(m.headers, add_header, (VALUE)hdrs);
+        vu[n].vtype = RD_KAFKA_VTYPE_HEADERS, vu[n++].u.headers = hdrs;
+    }
+    rd_kafka_error_t *error = rd_kafka_produceva(c->rk, vu, n);
+    if (!error) return handle;
+    rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+    rd_kafka_error_destroy(error);
+    if (hdrs) rd_kafka_headers_destroy(hdrs); /* only taken over on success */
+    sluice_inflight_release(c, slot);
+    return INT2FIX(code);
+}
+
+/* #outq_len -> messages not yet delivered plus events not yet served */
+static VALUE client_outq_len(VALUE self) { return INT2NUM(rd_kafka_outq_len(sluice_client_open(self)->rk)); }
+
+static VALUE client_inflight_count(VALUE self) { return LONG2NUM(sluice_client_get(self)->inflight_count); }
+
+/* ------------------------------------------------------------------ blocking operations */
+
+struct flush_args {
+    client_t *c;
+    int timeout_ms;
+    volatile int interrupted;
+    rd_kafka_resp_err_t err;
+};
+
+static void *flush_nogvl(void *p) {
+    struct flush_args *a = p;
+    double deadline = a->timeout_ms < 0 ? INFINITY : sluice_now_ms() + a->timeout_ms;
+    /* Short slices, so an interrupt or a concurrent close is noticed quickly. */
+    for (;;) {
+        double left = deadline - sluice_now_ms();
+        int slice = left < 100 ? (int)(left > 0 ? left : 0) : 100;
+        a->err = rd_kafka_flush(a->c->rk, slice);
+        if (!a->err || a->interrupted || left <= 0 || __atomic_load_n(&a->c->closed, __ATOMIC_SEQ_CST)) break;
+    }
+    return NULL;
+}
+
+static void flush_ubf(void *p) { ((struct flush_args *)p)->interrupted = 1; }
+
+/*
+ * #flush(timeout_ms) -> true when every message has been delivered (or failed)
+ * and its report taken off the queue, false on timeout.
+ * With RD_KAFKA_EVENT_DR enabled rd_kafka_flush only waits for the message count
+ * to reach zero: the poller must be serving the queue meanwhile.
+ */
+static VALUE client_flush(VALUE self, VALUE timeout) {
+    client_t *c = sluice_client_open(self);
+    struct flush_args a = {c, NUM2INT(timeout), 0, RD_KAFKA_RESP_ERR__TIMED_OUT};
+    sluice_client_blocking(c, flush_nogvl, &a, flush_ubf, &a);
+    sluice_client_unblock(c);
+    return a.err ? Qfalse : Qtrue;
+}
+
+struct purge_args {
+    client_t *c;
+    rd_kafka_resp_err_t err;
+};
+
+static void *purge_nogvl(void *p) {
+    struct purge_args *a = p;
+    a->err = rd_kafka_purge(a->c->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    return NULL;
+}
+
+/* #purge — drops queued and in-flight messages; each gets a delivery report with a purge error. */
+static VALUE client_purge(VALUE self) {
+    client_t *c = sluice_client_open(self);
+    struct purge_args a = {c, 0};
+    /* waits briefly for the broker threads to drop their queues; nothing to cut short */
+    sluice_client_blocking(c, purge_nogvl, &a, NULL, NULL);
+    sluice_client_unblock(c);
+    return INT2FIX(a.err);
+}
+
+/*
+ * #partition_for(partition_key, partition_count) -> Integer
+ * The configured partitioner applied to a key that is not the message key.
+ * librdkafka's key-hashing partitioners don't touch the topic for a non-empty
+ * key; an empty key or the "random" partitioner leaves the choice to librdkafka.
+ */
+static VALUE client_partition_for(VALUE self, VALUE key, VALUE count) {
+    client_t *c = sluice_client_get(self);
+    StringValue(key);
+    int32_t cnt = NUM2INT(count);
+    if (!c->partitioner || RSTRING_LEN(key) == 0 || cnt <= 0) return INT2FIX(RD_KAFKA_PARTITION_UA);
+    return INT2FIX(c->partitioner(NULL, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), cnt, NULL, NULL));
+}
+
+void sluice_topics_release(client_t *c) {
+    for (int i = 0; i < c->topic_count; i++) {
+        rd_kafka_topic_destroy(c->topics[i].rkt);
+        free(c->topics[i].name);
+    }
+    c->topic_count = 0;
+}
+
+/* #take_inflight -> handles that never got a delivery report (after #destroy) */
+static VALUE client_take_inflight(VALUE self) {
+    client_t *c = sluice_client_get(self);
+    VALUE out = rb_ary_new();
+    if (NIL_P(c->inflight)) return out;
+    for (long i = 0; i < RARRAY_LEN(c->inflight); i++) {
+        VALUE h = sluice_inflight_release(c, i);
+        if (!NIL_P(h)) rb_ary_push(out, h);
+    }
+    return out;
+}
+
+void sluice_init_produce(VALUE klass) {
+    rb_define_method(klass, "validate", client_validate, 1);
+    rb_define_method(klass, "handles", client_handles, 2);
+    rb_define_method(klass, "produce", client_produce, -1);
+    rb_define_method(klass, "outq_len", client_outq_len, 0);
+    rb_define_method(klass, "inflight_count", client_inflight_count, 0);
+    rb_define_method(klass, "take_inflight", client_take_inflight, 0);
+    rb_define_method(klass, "flush", client_flush, 1);
+    rb_define_method(klass, "purge", client_purge, 0);
+    rb_define_method(klass, "partition_for", client_partition_for, 2);
+
+    id_topic = rb_intern("topic");
+    id_payload = rb_intern("payload");
+    id_key = rb_intern("key");
+    id_partition = rb_intern("partition");
+    id_partition_key = rb_intern("partition_key");
+    id_timestamp = rb_intern("timestamp");
+    id_headers = rb_intern("headers");
+    id_label = rb_intern("label");
+    id_iv_topic = rb_intern("@topic");
+    id_iv_label = rb_intern("@label");
+    id_iv_notifier = rb_intern("@notifier");
+}

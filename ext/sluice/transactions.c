@@ -1,0 +1,64 @@
+/*
+ * Sluice::Native::Producer — the transactional API. Each call blocks (GVL
+ * released) until the coordinator answered or its timeout passed, and cannot
+ * be cut short: see txn_ubf.
+ */
+#include "client.h"
+
+
+static VALUE error_tuple(rd_kafka_error_t *error) {
+    if (!error) return Qnil;
+    VALUE out = rb_ary_new_from_args(5, INT2FIX(rd_kafka_error_code(error)), rb_str_new_cstr(rd_kafka_error_string(error)),
+                                     rd_kafka_error_is_fatal(error) ? Qtrue : Qfalse,
+                                     rd_kafka_error_is_retriable(error) ? Qtrue : Qfalse,
+                                     rd_kafka_error_txn_requires_abort(error) ? Qtrue : Qfalse);
+    rd_kafka_error_destroy(error);
+    return out;
+}
+
+enum txn_op { TXN_INIT, TXN_BEGIN, TXN_COMMIT, TXN_ABORT };
+
+struct txn_args {
+    client_t *c;
+    enum txn_op op;
+    int timeout_ms;
+    rd_kafka_error_t *error;
+};
+
+static void *txn_nogvl(void *p) {
+    struct txn_args *a = p;
+    switch (a->op) {
+    case TXN_INIT: a->error = rd_kafka_init_transactions(a->c->rk, a->timeout_ms); break;
+    case TXN_BEGIN: a->error = rd_kafka_begin_transaction(a->c->rk); break;
+    case TXN_COMMIT: a->error = rd_kafka_commit_transaction(a->c->rk, a->timeout_ms); break;
+    case TXN_ABORT: a->error = rd_kafka_abort_transaction(a->c->rk, a->timeout_ms); break;
+    }
+    return NULL;
+}
+
+/* Transaction calls can't be cut short without desynchronising the transaction
+ * state, so an interrupt is delivered when the call returns (bounded by timeout). */
+static void txn_ubf(void *p) {}
+
+static VALUE txn_call(VALUE self, enum txn_op op, int timeout_ms) {
+    client_t *c = sluice_client_open(self);
+    struct txn_args a = {c, op, timeout_ms, NULL};
+    int ran = sluice_client_blocking(c, txn_nogvl, &a, txn_ubf, &a);
+    VALUE tuple = ran ? error_tuple(a.error) : Qfalse;
+    sluice_client_unblock(c);
+    return tuple;
+}
+
+/* Each returns nil or [code, message, fatal, retriable, txn_requires_abort]; false
+ * when an interrupt came first and the call did not run (the interrupt is then raised). */
+static VALUE producer_init_transactions(VALUE self, VALUE t) { return txn_call(self, TXN_INIT, NUM2INT(t)); }
+static VALUE producer_begin_transaction(VALUE self) { return txn_call(self, TXN_BEGIN, 0); }
+static VALUE producer_commit_transaction(VALUE self, VALUE t) { return txn_call(self, TXN_COMMIT, NUM2INT(t)); }
+static VALUE producer_abort_transaction(VALUE self, VALUE t) { return txn_call(self, TXN_ABORT, NUM2INT(t)); }
+
+void sluice_init_transactions(VALUE klass) {
+    rb_define_method(klass, "init_transactions", producer_init_transactions, 1);
+    rb_define_method(klass, "begin_transaction", producer_begin_transaction, 0);
+    rb_define_method(klass, "commit_transaction", producer_commit_transaction, 1);
+    rb_define_method(klass, "abort_transaction", producer_abort_transaction, 1);
+}
