@@ -265,8 +265,6 @@ static void *destroy_nogvl(void *p) {
     return NULL;
 }
 
-static void destroy_ubf(void *p) {} /* a half-destroyed handle is worse than a late interrupt */
-
 /*
  * #destroy — idempotent. Refuses every later call, waits for GVL-released calls
  * in flight, then destroys the handle without the GVL. In a forked child it only
@@ -287,7 +285,11 @@ static VALUE client_destroy(VALUE self) {
     }
     while (c->rk) {
         rd_kafka_queue_yield(c->queue); /* ends a blocking #wait_events of another thread */
-        rb_thread_call_without_gvl2(destroy_nogvl, c, destroy_ubf, NULL);
+        /* No unblock function: a half-destroyed handle is worse than a late
+         * interrupt. (A no-op one is not the same: on a lone main thread Ruby
+         * starts a helper thread for it, and kills and joins that thread
+         * afterwards — forever, when the caller masks interrupts.) */
+        rb_thread_call_without_gvl2(destroy_nogvl, c, NULL, NULL);
         if (c->rk) sluice_raise_pending_interrupts(); /* not run: serve what is pending, then try again */
     }
     return Qnil;

@@ -69,6 +69,11 @@ client_t *sluice_client_open(VALUE self);
  * pending. sluice_client_unblock ends the count, then raises what is pending.
  * So a Timeout or Thread#raise never skips cleanup, and #close works after any
  * interrupted call.
+ *
+ * A call that must not be cut short passes no unblock function (NULL), never a
+ * no-op one: on a lone main thread Ruby starts a helper thread for an unblock
+ * function and kills and joins it afterwards, which hangs when the caller
+ * masks interrupts (Thread.handle_interrupt), as transactions and close do.
  */
 int sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg);
 void sluice_client_unblock(client_t *c);

@@ -1,7 +1,7 @@
 /*
  * Sluice::Native::Producer — the transactional API. Each call blocks (GVL
  * released) until the coordinator answered or its timeout passed, and cannot
- * be cut short: see txn_ubf.
+ * be cut short: see txn_call.
  */
 #include "client.h"
 
@@ -36,21 +36,28 @@ static void *txn_nogvl(void *p) {
     return NULL;
 }
 
-/* Transaction calls can't be cut short without desynchronising the transaction
- * state, so an interrupt is delivered when the call returns (bounded by timeout). */
-static void txn_ubf(void *p) {}
-
+/*
+ * Transaction calls can't be cut short without desynchronising the transaction
+ * state, so there is no unblock function: an interrupt is delivered when the
+ * call returns (bounded by its timeout).
+ */
 static VALUE txn_call(VALUE self, enum txn_op op, int timeout_ms) {
-    client_t *c = sluice_client_open(self);
-    struct txn_args a = {c, op, timeout_ms, NULL};
-    int ran = sluice_client_blocking(c, txn_nogvl, &a, txn_ubf, &a);
-    VALUE tuple = ran ? error_tuple(a.error) : Qfalse;
-    sluice_client_unblock(c);
-    return tuple;
+    for (;;) {
+        client_t *c = sluice_client_open(self);
+        struct txn_args a = {c, op, timeout_ms, NULL};
+        if (sluice_client_blocking(c, txn_nogvl, &a, NULL, NULL)) {
+            VALUE tuple = error_tuple(a.error);
+            sluice_client_unblock(c);
+            return tuple;
+        }
+        /* An interrupt came first and the call did not run: it is raised here,
+         * unless the caller masks it (Thread.handle_interrupt), which lets the
+         * call go ahead and the interrupt arrive after it. */
+        sluice_client_unblock(c);
+    }
 }
 
-/* Each returns nil or [code, message, fatal, retriable, txn_requires_abort]; false
- * when an interrupt came first and the call did not run (the interrupt is then raised). */
+/* Each returns nil or [code, message, fatal, retriable, txn_requires_abort]. */
 static VALUE producer_init_transactions(VALUE self, VALUE t) { return txn_call(self, TXN_INIT, NUM2INT(t)); }
 static VALUE producer_begin_transaction(VALUE self) { return txn_call(self, TXN_BEGIN, 0); }
 static VALUE producer_commit_transaction(VALUE self, VALUE t) { return txn_call(self, TXN_COMMIT, NUM2INT(t)); }

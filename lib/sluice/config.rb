@@ -38,11 +38,29 @@ module Sluice
     attr_accessor :kafka
     # Names the producer in events and thread names; default: a unique generated id.
     attr_accessor :id
-    # Default wait (ms) of produce_sync and DeliveryHandle#wait.
+    # Default wait (ms) of produce_sync and DeliveryHandle#wait, and how long
+    # #close waits for outstanding deliveries (and an open transaction) before
+    # it purges what is left.
     attr_accessor :max_wait_timeout
     # On a full local queue: wait for room (true) or raise (false); how long between
     # attempts and in total (ms).
     attr_accessor :wait_on_queue_full, :wait_backoff_on_queue_full, :wait_timeout_on_queue_full
+    # Fatal errors (the native client is dead: fenced, idempotence broken,
+    # rd_kafka_fatal_error) are always raised. With these set, the producer
+    # also rebuilds its native client so the next call works: a transactional
+    # one after the failed transaction, an idempotent one before retrying the
+    # produce that met the error. Bounded: attempts, and a backoff (ms) after
+    # each reload. Codes in non_reloadable_errors never reload (a fenced
+    # producer was replaced by another one with its transactional.id).
+    attr_accessor :reload_on_transaction_fatal_error, :wait_backoff_on_transaction_fatal_error,
+                  :max_attempts_on_transaction_fatal_error,
+                  :reload_on_idempotent_fatal_error, :wait_backoff_on_idempotent_fatal_error,
+                  :max_attempts_on_idempotent_fatal_error, :non_reloadable_errors
+    # Before aborting a transaction, wait up to this long (ms) for its first
+    # delivery report: an abort while librdkafka still registers the first
+    # partition with the coordinator can fail fatally with invalid_txn_state
+    # (librdkafka issue 4849). 0 (default) aborts at once.
+    attr_accessor :wait_timeout_on_transaction_abort
     # Receives librdkafka's log lines.
     attr_accessor :logger
     # A Sluice::Monitor to share between producers; default: one per producer.
@@ -56,6 +74,14 @@ module Sluice
       @wait_on_queue_full = true
       @wait_backoff_on_queue_full = 100
       @wait_timeout_on_queue_full = 10_000
+      @reload_on_transaction_fatal_error = false
+      @wait_backoff_on_transaction_fatal_error = 1_000
+      @max_attempts_on_transaction_fatal_error = 10
+      @reload_on_idempotent_fatal_error = false
+      @wait_backoff_on_idempotent_fatal_error = 5_000
+      @max_attempts_on_idempotent_fatal_error = 5
+      @non_reloadable_errors = %i[fenced]
+      @wait_timeout_on_transaction_abort = 0
       @logger = Logger.new($stderr, level: Logger::WARN, progname: "sluice")
       @monitor = nil
       @polling = Polling.new
@@ -68,6 +94,7 @@ module Sluice
       positive!(:max_wait_timeout, @max_wait_timeout)
       positive!(:wait_backoff_on_queue_full, @wait_backoff_on_queue_full)
       positive!(:wait_timeout_on_queue_full, @wait_timeout_on_queue_full)
+      validate_fatal_error_handling!
       invalid!("logger must respond to #add (Logger.new(nil) discards librdkafka's logs)") unless @logger.respond_to?(:add)
       validate_polling!
       self
@@ -85,6 +112,7 @@ module Sluice
 
     def freeze
       @kafka = @kafka.dup.freeze
+      @non_reloadable_errors = @non_reloadable_errors.dup.freeze if @non_reloadable_errors.is_a?(Array)
       @polling.freeze
       super
     end
@@ -102,6 +130,21 @@ module Sluice
       end
     end
 
+    def validate_fatal_error_handling!
+      %i[reload_on_transaction_fatal_error reload_on_idempotent_fatal_error].each do |name|
+        value = public_send(name)
+        invalid!("#{name} must be true or false, got #{value.inspect}") unless [true, false].include?(value)
+      end
+      non_negative!(:wait_backoff_on_transaction_fatal_error, @wait_backoff_on_transaction_fatal_error)
+      non_negative!(:wait_backoff_on_idempotent_fatal_error, @wait_backoff_on_idempotent_fatal_error)
+      non_negative!(:wait_timeout_on_transaction_abort, @wait_timeout_on_transaction_abort)
+      count!(:max_attempts_on_transaction_fatal_error, @max_attempts_on_transaction_fatal_error)
+      count!(:max_attempts_on_idempotent_fatal_error, @max_attempts_on_idempotent_fatal_error)
+      return if @non_reloadable_errors.is_a?(Array) && @non_reloadable_errors.all?(Symbol)
+
+      invalid!("non_reloadable_errors must be an Array of error codes (Symbols), got #{@non_reloadable_errors.inspect}")
+    end
+
     def validate_polling!
       invalid!("polling.mode must be one of #{Polling::MODES.inspect}, got #{@polling.mode.inspect}") unless Polling::MODES.include?(@polling.mode)
       invalid!("polling.poller is for :fd mode; :thread mode polls each producer in its own thread") if @polling.mode == :thread && @polling.poller
@@ -112,6 +155,14 @@ module Sluice
 
     def positive!(name, value)
       invalid!("#{name} must be a positive number of milliseconds, got #{value.inspect}") unless value.is_a?(Numeric) && value.positive?
+    end
+
+    def non_negative!(name, value)
+      invalid!("#{name} must be a number of milliseconds >= 0, got #{value.inspect}") unless value.is_a?(Numeric) && !value.negative?
+    end
+
+    def count!(name, value)
+      invalid!("#{name} must be a positive Integer, got #{value.inspect}") unless value.is_a?(Integer) && value.positive?
     end
 
     def invalid!(message)

@@ -46,6 +46,15 @@ module Sluice
       self
     end
 
+    # @api private — records a failure whose KafkaError is already built (a
+    # fatal error, which says more than the purge it caused).
+    def resolve_error(partition, offset, kafka_error)
+      @error = kafka_error
+      @partition = partition
+      @offset = offset
+      self
+    end
+
     def inspect = pending? ? "#<#{self.class.name} topic=#{@topic.inspect} pending>" : super
   end
 end

@@ -42,6 +42,20 @@ module Sluice
       def retryable? = kafka_error.retryable?
     end
 
+    # produce_many_* failed part-way: #dispatched holds the handles of the
+    # messages enqueued before the failure (they are on their way; producing
+    # them again would duplicate them). #cause is the failure itself.
+    class ProduceManyError < ProduceError
+      attr_reader :dispatched
+
+      def initialize(kafka_error, dispatched:)
+        super(kafka_error)
+        @dispatched = dispatched
+      end
+
+      def message = "#{super} (after #{@dispatched.size} message(s) of the batch were enqueued: see #dispatched)"
+    end
+
     # A transaction could not be begun, committed or aborted.
     class TransactionError < BaseError
       attr_reader :kafka_error
@@ -59,6 +73,15 @@ module Sluice
 
     # Raise inside Producer#transaction to abort it quietly.
     AbortTransaction = Class.new(BaseError)
+
+    # Producer#close was called inside the producer's own transaction block:
+    # the transaction would be left open. Finish the block first.
+    ProducerTransactionalCloseAttemptError = Class.new(BaseError)
+
+    # A transaction block was left by break, return or throw (Timeout.timeout
+    # without an exception class throws too): whether to commit is ambiguous,
+    # so the transaction was aborted.
+    EarlyTransactionExitNotAllowedError = Class.new(BaseError)
   end
 
   AbortTransaction = Errors::AbortTransaction

@@ -9,10 +9,12 @@ module Sluice
   class Monitor
     EVENTS = %w[
       message.acknowledged
+      message.purged
       error.occurred
       statistics.emitted
       oauthbearer.token_refresh
       producer.closed
+      producer.reloaded
       poller.producer_registered
       poller.producer_unregistered
     ].freeze
@@ -72,10 +74,17 @@ module Sluice
     private
 
     # ScriptError too (NotImplementedError, a failed require): a listener bug of
-    # any kind must not end the poller thread that called it.
+    # any kind must not end the poller thread that called it. On a polling
+    # thread nothing above us could handle anything else either (exit only
+    # ends that thread there, NoMemoryError may pass): report it and go on.
+    # Elsewhere such exceptions take their usual course.
     def notify(listener, event)
       listener.call(event)
     rescue StandardError, ScriptError => e
+      report_listener_error(e, event)
+    rescue Exception => e # rubocop:disable Lint/RescueException
+      raise unless Polling.thread?
+
       report_listener_error(e, event)
     end
 

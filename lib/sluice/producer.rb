@@ -10,12 +10,16 @@ module Sluice
   #   producer.close
   #
   # Thread-safe: any number of threads and fibers may produce concurrently.
-  # Always #close a producer: it flushes and releases the native handle.
+  # Always #close a producer: it flushes and releases the native handle (one
+  # left open is closed at exit, see Shutdown).
   class Producer
     include Transactions
+    include Lifecycle
 
     QUEUE_FULL = KafkaError.number_for(:queue_full)
+    FATAL = KafkaError.number_for(:fatal)
     PURGED = KafkaError.number_for(:purge_queue)
+    DESTROYED = KafkaError.number_for(:destroy)
     # What a report that never arrived (the handle was orphaned by close) says.
     NO_PARTITION = -1
     NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
@@ -30,42 +34,65 @@ module Sluice
       @config.validate!.freeze
       @id = @config.id
       @monitor = @config.monitor || Monitor.new(logger: @config.logger)
-      @client = Native::Producer.new(@config.kafka_pairs)
       @notifier = DeliveryNotifier.new(@config.max_wait_timeout)
-      @client.handles(DeliveryHandle, @notifier)
-      @partitioner = Partitioner.new(@client, @config.max_wait_timeout)
-      @transaction_mutex = Mutex.new
-      @lifecycle = Mutex.new
-      @closing = false
-      @closed = false
-      start_polling
+      @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
+      init_lifecycle
+      init_transactions
+      connect
+      Shutdown.track(self)
     end
 
     # Enqueues a message; the handle resolves when its delivery report arrives.
     # @param message [Hash] topic:, payload:, key:, partition:, partition_key:, headers:, timestamp:, label:
     # @return [DeliveryHandle]
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
+    #   (a fatal error: #fatal? true, with the fatal code)
     def produce_async(message)
       ensure_open!
-      handle = @client.produce(message)
-      handle.is_a?(DeliveryHandle) ? handle : produce_slowly(message, handle)
+      client = @client
+      handle = client.produce(message)
+      handle = produce_slowly(client, message, handle) unless handle.is_a?(DeliveryHandle)
+      (txn = @transaction) && (txn.first_handle ||= handle)
+      handle
+    rescue Errors::ProducerClosedError => e
+      raise unless client_replaced?(client, e)
+
+      retry
+    rescue Errors::ProduceError => e
+      raise unless reload_after_idempotent_fatal?(client, e, attempt = (attempt || 0) + 1)
+
+      retry
     end
 
     # Produces and waits for the delivery report (config.max_wait_timeout).
     # @return [DeliveryReport]
     # @raise [Errors::WaitTimeoutError, Errors::ProduceError] and what #produce_async raises
     def produce_sync(message)
+      client = @client
       produce_async(message).wait
+    rescue Errors::ProduceError => e
+      raise unless reload_after_idempotent_fatal?(client, e, attempt = (attempt || 0) + 1)
+
+      retry
     end
 
-    # Validates every message first (nothing is sent if one is invalid), then enqueues them.
+    # Validates every message first (nothing is sent if one is invalid), then
+    # enqueues them in order.
     # @return [Array<DeliveryHandle>]
+    # @raise [Errors::ProduceManyError] when enqueuing failed part-way; its
+    #   #dispatched holds the handles of the messages already enqueued
     def produce_many_async(messages)
       ensure_open!
       raise Errors::MessageInvalidError, "messages must be an Array, got #{messages.class}" unless messages.is_a?(Array)
 
       messages.each { |message| @client.validate(message) }
-      messages.map { |message| produce_async(message) }
+      dispatched = []
+      messages.each { |message| dispatched << produce_async(message) }
+      dispatched
+    rescue Errors::ProduceError, Errors::ProducerClosedError => e
+      raise unless dispatched
+
+      raise Errors::ProduceManyError.new(e.is_a?(Errors::ProduceError) ? e.kafka_error : KafkaError.new(DESTROYED), dispatched: dispatched)
     end
 
     # @return [Array<DeliveryReport>]
@@ -89,83 +116,49 @@ module Sluice
     # Messages not yet confirmed by a delivery report.
     def outstanding = @client.inflight_count
 
-    def closed? = @closed
-
-    # Flushes, waits for every outstanding delivery report, stops polling and
-    # releases the native handle. Idempotent; safe from any thread, including
-    # a callback running on the poller thread.
-    # @param timeout [Numeric, nil] ms to wait for deliveries; after it, what is
-    #   still queued is purged and its handles resolve with an error.
-    def close(timeout: nil)
-      return if @closed || @lifecycle.owned? # a callback of our own close: the outer call finishes
-      # On the polling thread, never wait for a close running elsewhere: it waits
-      # for this very thread, and finishes as soon as the callback returns.
-      return if @lifecycle.locked? && @poller.in_poller_thread?
-
-      @lifecycle.synchronize do
-        return if @closed
-
-        @closing = true
-        @client.forked? ? (@closed = true) : shut_down(timeout)
-      end
-      @monitor.instrument("producer.closed", producer_id: @id)
-    end
-
-    # Purges what is still queued or in flight (those handles resolve with a
-    # purge error), then closes.
-    def close!
-      @closing = true
-      @client.purge unless @client.closed?
-      close
-    end
+    def idempotent? = transactional? || @config.kafka_setting("enable.idempotence") == "true"
 
     def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{@closed ? "closed" : "open"}>"
 
     private
 
-    def start_polling
-      @state = Polling::State.new(producer_id: @id, client: @client, monitor: @monitor, notifier: @notifier,
-                                  logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                  periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
-      @poller = if @config.polling.mode == :thread
-                  Polling::PollThread.new
-                else
-                  @config.polling.poller || Polling::Poller.instance
-                end
-      @notifier.attach(@poller, @state)
-      @poller.register(@state)
-    rescue StandardError
-      @client.destroy
-      raise
-    end
-
     def ensure_open!
-      raise Errors::ProducerClosedError, "producer #{@id} is closed" if @closing
+      return unless @closing
+      return if own_open_transaction? # the transaction close is waiting for may finish
+
+      raise Errors::ProducerClosedError, "producer #{@id} is closed"
     end
 
     # What #produce_async does when the native produce did not return a handle:
     # false asks us to resolve partition_key first; an Integer is librdkafka's error.
-    def produce_slowly(message, result)
+    def produce_slowly(client, message, result)
       partition = nil
       if result == false
         partition = @partitioner.call(message)
-        result = @client.produce(message, partition)
+        result = client.produce(message, partition)
       end
-      result = retry_on_full_queue(message, partition) if result == QUEUE_FULL
-      raise Errors::ProduceError, KafkaError.new(result) if result.is_a?(Integer)
+      result = retry_on_full_queue(client, message, partition) if result == QUEUE_FULL
+      return result unless result.is_a?(Integer)
 
-      result
+      raise Errors::ProduceError, error_for(client, result)
+    end
+
+    # A producer in a fatal state refuses every message with _FATAL: say what
+    # the fatal error is.
+    def error_for(client, code)
+      fatal = code == FATAL && client.fatal_error
+      fatal ? KafkaError.new(*fatal, fatal: true) : KafkaError.new(code)
     end
 
     # librdkafka's local queue (queue.buffering.max.messages) is full: wait for
     # room, bounded by config.wait_timeout_on_queue_full.
-    def retry_on_full_queue(message, partition)
+    def retry_on_full_queue(client, message, partition)
       return QUEUE_FULL unless @config.wait_on_queue_full
 
       deadline = now + (@config.wait_timeout_on_queue_full / 1000.0)
       while now < deadline
         make_room
-        result = @client.produce(message, partition)
+        result = client.produce(message, partition)
         return result unless result == QUEUE_FULL
       end
       QUEUE_FULL
@@ -178,39 +171,6 @@ module Sluice
       else
         sleep(backoff / 1000.0)
       end
-    end
-
-    def shut_down(timeout)
-      unless wait_for_deliveries(timeout)
-        @client.purge
-        wait_for_deliveries(@config.max_wait_timeout)
-      end
-      @poller.unregister(@state)
-      @client.destroy
-      orphans = @client.take_inflight
-      orphans.each { |handle| handle.resolve(NO_PARTITION, NO_OFFSET, PURGED) }
-      @notifier.notify
-      @closed = true
-    end
-
-    # rd_kafka_flush only waits (the poller serves the queue meanwhile); on the
-    # poller's own thread nobody else would serve it, so we do.
-    def wait_for_deliveries(timeout_ms)
-      unless @poller.in_poller_thread?
-        started = now
-        return false unless @client.flush(timeout_ms || -1)
-
-        left = timeout_ms && [timeout_ms - ((now - started) * 1000), 0].max
-        return @notifier.wait_until(left) { @state.settled? }
-      end
-
-      deadline = timeout_ms && now + (timeout_ms / 1000.0)
-      until @client.outq_len.zero?
-        return false if deadline && now >= deadline
-
-        @state.pump
-      end
-      true
     end
 
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)

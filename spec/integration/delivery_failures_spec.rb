@@ -125,8 +125,8 @@ RSpec.describe "Delivery failures", :kafka do
       impatient.close!
     end
 
-    it "close! resolves every queued handle with :purge_queue and instruments each as a dispatch error" do
-      events = record_events(producer.monitor, "error.occurred")
+    it "close! resolves every queued handle with :purge_queue and reports each as message.purged" do
+      events = record_events(producer.monitor, "error.occurred", "message.purged")
       handles = Array.new(100) { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "p#{i}", label: i) }
       expect(producer.outstanding).to eq(100)
 
@@ -140,9 +140,11 @@ RSpec.describe "Delivery failures", :kafka do
       expect(producer.outstanding).to eq(0)
       expect(producer).to be_closed
 
-      dispatch = events.events.select { |e| e[:type] == "librdkafka.dispatch_error" }
-      expect(dispatch.map { |e| e[:label] }).to match_array((0...100).to_a)
-      expect(dispatch.map { |e| e[:error].code }.uniq).to eq([:purge_queue])
+      purged = events.events.select { |e| e.id == "message.purged" }
+      expect(purged.map { |e| e[:label] }).to match_array((0...100).to_a)
+      expect(purged.map { |e| e[:error].code }.uniq).to eq([:purge_queue])
+      expect(purged.map { |e| [e[:producer_id], e[:topic]] }.uniq).to eq([[producer.id, "sluice-spec-1p"]])
+      expect(events.events.select { |e| e[:type] == "librdkafka.dispatch_error" }).to be_empty # a purge is no delivery error
     end
 
     it "close(timeout:) gives up after the timeout and resolves the handles with :purge_queue" do

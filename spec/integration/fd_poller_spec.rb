@@ -254,16 +254,18 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
     pop_within(in_listener, what: "the holding listener") # the poller thread is held; `last` is its only producer
     last_closer = Thread.new { last.close }
     spin_until(what: "the close queued its unregistration") { poller.count.zero? }
-    newcomer = fd_producer(poller: poller, max_wait_timeout: 3_000)
+    arriving = Thread.new { fd_producer(poller: poller, max_wait_timeout: 3_000) } # returns once registered
+    spin_until(what: "the registration queued") { poller.count == 1 }
     release << true
     [holder_closer, last_closer].each(&:join)
+    newcomer = arriving.value
 
     expect([holder, last]).to all(be_closed)
     expect([poller.count, poller.alive?]).to eq([1, true])
     expect(newcomer.produce_sync(topic: topic, payload: "newcomer").error).to be_nil
   ensure
     release&.push(true)
-    [holder_closer, last_closer].each { |thread| thread&.join }
+    [holder_closer, last_closer, arriving].each { |thread| thread&.join }
   end
 
   describe "special producers" do

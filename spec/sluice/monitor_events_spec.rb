@@ -8,8 +8,8 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
 
   it "knows exactly the documented events" do
     expect(described_class::EVENTS).to contain_exactly(
-      "message.acknowledged", "error.occurred", "statistics.emitted", "oauthbearer.token_refresh",
-      "producer.closed", "poller.producer_registered", "poller.producer_unregistered"
+      "message.acknowledged", "message.purged", "error.occurred", "statistics.emitted", "oauthbearer.token_refresh",
+      "producer.closed", "producer.reloaded", "poller.producer_registered", "poller.producer_unregistered"
     )
   end
 
@@ -48,7 +48,7 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
 
     it "refuses an unknown event name, listing the known ones" do
       expect { monitor.subscribe("message.acked") { nil } }
-        .to raise_error(ArgumentError, /unknown event "message\.acked" \(events: message\.acknowledged, error\.occurred/)
+        .to raise_error(ArgumentError, /unknown event "message\.acked" \(events: message\.acknowledged, message\.purged, error\.occurred/)
       expect(monitor.listening?("message.acked")).to be(false)
     end
   end

@@ -2,11 +2,10 @@
 
 module Sluice
   module Polling
-    # :thread mode — the classic design: one Ruby thread per producer, blocked
+    # :thread mode — the classic design: one Ruby thread per client, blocked
     # in a GVL-released poll of its queue, draining with the GVL once events
-    # arrive. Same interface as Poller, so the producer does not care which.
+    # arrive. Same interface as Poller, so the client does not care which.
     class PollThread
-      THREAD_KEY = :sluice_poll_thread
       # How long one blocking poll lasts; closing interrupts it at once.
       WAIT_MS = 1_000
       MAX_BACKOFF = 1.0
@@ -17,52 +16,67 @@ module Sluice
         @running = false
       end
 
-      def count = @state ? 1 : 0
+      def count = @state && !@state.closed? ? 1 : 0
 
       def alive? = !@thread.nil? && @thread.alive?
 
       def in_poller_thread? = Thread.current.thread_variable_get(THREAD_KEY).equal?(self)
 
-      # @api private
+      # @api private — starts the thread serving state (a reloaded client
+      # registers its new state on the same PollThread).
       def register(state)
         @state = state
         @running = true
-        @thread = Thread.new { run }
-        @thread.name = "sluice.producer##{state.producer_id}"
+        @thread = Thread.new { run(state) }
+        @thread.name = "sluice.#{state.kind}##{state.client_id}"
         @thread.report_on_exception = false
       end
 
-      # @api private — stops and joins the thread, then dispatches what is left.
+      # @api private — stops and joins the thread, then dispatches what is
+      # left. Idempotent; works when the thread is already gone.
       def unregister(state)
+        return if state.closed?
+
         @running = false
-        if in_poller_thread?
-          state.drain_all
+        if in_poller_thread? || !alive?
+          finish(state)
         else
           state.client.interrupt_wait
           @thread.join
         end
-        state.close!
       end
 
       private
 
-      def run
+      def run(state)
         Thread.current.thread_variable_set(THREAD_KEY, self)
-        @state.instrument("poller.producer_registered", poller_id: nil)
+        state.instrument("poller.#{state.kind}_registered", poller_id: nil)
         failures = 0
         while @running
           begin
             # serve first: a turn cut short by max_time left a backlog to finish
-            @state.client.wait_events(WAIT_MS) if !@state.serve && @running
+            state.client.wait_events(WAIT_MS) if !state.serve && @running
             failures = 0
           rescue StandardError, ScriptError => e
             failures += 1
-            @state.instrument("error.occurred", type: "poller.error", error: e)
+            state.instrument("error.occurred", type: "poller.error", error: e)
             sleep([0.01 * (2**failures), MAX_BACKOFF].min)
           end
         end
-        @state.drain_all unless @state.closed?
-        @state.instrument("poller.producer_unregistered", poller_id: nil)
+        finish(state)
+      end
+
+      def finish(state)
+        return if state.closed?
+
+        begin
+          state.drain_all
+        rescue StandardError, ScriptError => e
+          state.instrument("error.occurred", type: "poller.error", error: e)
+        ensure
+          state.close!
+        end
+        state.instrument("poller.#{state.kind}_unregistered", poller_id: nil)
       end
     end
   end

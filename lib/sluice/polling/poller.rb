@@ -2,28 +2,31 @@
 
 module Sluice
   module Polling
-    # One Ruby thread that polls many producers.
+    # One Ruby thread that polls many clients.
     #
-    # Each producer's main queue writes a byte to its own pipe when it goes from
+    # Each client's main queue writes a byte to its own pipe when it goes from
     # empty to non-empty. The poller waits on all pipes at once in a native
-    # epoll selector (GVL released only while waiting), then drains each ready
-    # producer with non-blocking polls (GVL kept) for at most its max_time; a
-    # producer with events left is re-signalled so the others get their turn.
-    # Every producer is also polled every periodic_poll_interval, pipe or not.
+    # selector (GVL released only while waiting), then serves each ready client
+    # (State#serve: drain and dispatch) for at most its max_time; a client with
+    # events left is re-signalled so the others get their turn. A client whose
+    # pipe stayed silent for a whole periodic_poll_interval is polled anyway.
+    #
+    # Faults stay with the client that caused them: one whose serve raises is
+    # reported and set aside for a backoff, the others are served as usual.
     #
     # Registration changes go through a command list that the poller thread
     # applies between waits, so only that thread touches the selector's set and
-    # fires the poller.* events. The thread starts with the first producer and
+    # fires the poller.* events. The thread starts with the first client and
     # stops after the last one leaves.
     class Poller
-      THREAD_KEY = :sluice_poller
       MAX_BACKOFF = 1.0
+      DEFAULT_PERIOD = 1.0
 
       @instance_mutex = Mutex.new
       @ids = 0
 
       class << self
-        # The global poller (id 0), used by producers whose config.polling.poller is nil.
+        # The global poller (id 0), used by clients whose config.polling.poller is nil.
         def instance
           @instance_mutex.synchronize do
             @instance = nil if @instance&.forked?
@@ -42,17 +45,17 @@ module Sluice
         reset
       end
 
-      # Producers registered (or about to be). In a forked child: none (the
-      # parent's producers cannot be served there).
+      # Clients registered (or about to be). In a forked child: none (the
+      # parent's clients cannot be served there).
       def count = forked? ? 0 : @mutex.synchronize { @count }
 
       def alive? = !forked? && @mutex.synchronize { !@thread.nil? && @thread.alive? }
 
       def in_poller_thread? = Thread.current.thread_variable_get(THREAD_KEY).equal?(self)
 
-      # Counters since the poller was created: waits that returned, producers
+      # Counters since the poller was created: waits that returned, clients
       # served after a wake-up, drains re-armed because max_time ran out, and
-      # periodic polls of every producer.
+      # periodic polls.
       def stats = if forked?
                     { waits: 0, wakeups: 0, rearms: 0,
                       periodic_polls: 0 }
@@ -60,25 +63,38 @@ module Sluice
                     { waits: @waits, wakeups: @wakeups, rearms: @rearms, periodic_polls: @periodic_polls }
                   end
 
-      # @api private — Producer calls this with its poll state.
+      # @api private — returns once the poller serves the client's state. (A
+      # poller thread that is stopping hands the registration to its successor.)
+      # @raise what adding it to the selector raised (then it is not registered)
       def register(state)
         reset if forked?
         state.client.wakeup_enable
-        command(:register, state)
-        nil
-      end
-
-      # @api private — returns once every event of the producer was dispatched
-      # and the poller has let go of it; then the pipe is closed.
-      def unregister(state)
-        if in_poller_thread?
-          @mutex.synchronize { @count -= 1 }
-          remove(state, nil)
+        if in_poller_thread? && owner? # a callback registers: waiting for ourselves would never end
+          @mutex.synchronize { @count += 1 }
+          add(state)
         else
           latch = Queue.new
-          command(:unregister, state, latch)
-          stopped_thread = latch.pop
-          stopped_thread&.join
+          command(:register, state, latch)
+          error = latch.pop
+          raise error if error
+        end
+      end
+
+      # @api private — returns once every event of the client was dispatched
+      # and the poller has let go of it; then the pipe is closed. Idempotent.
+      # A poller thread that is gone (killed, or process teardown after at_exit)
+      # cannot do it: then the caller does it.
+      def unregister(state)
+        unless state.closed?
+          @mutex.synchronize { @count -= 1 } if state.leave! # counted once, however often close is retried
+          if in_poller_thread? || !thread_alive?
+            remove(state, nil)
+          else
+            latch = Queue.new
+            command(:unregister, state, latch)
+            stopped_thread = latch.pop
+            stopped_thread&.join
+          end
         end
         state.client.wakeup_disable
       end
@@ -94,18 +110,22 @@ module Sluice
         @mutex = Mutex.new
         @selector = Native::Selector.new
         @states = {}.freeze # token -> State, copy-on-write: iterated while commands arrive
+        @suspended = {} # token -> when to serve it again (poller thread only)
+        @strikes = {} # token -> failures in a row
         @commands = []
         @count = 0
         @thread = nil
         @next_token = 0
-        @next_periodic = now
+        @next_periodic = now + DEFAULT_PERIOD
         @failures = 0
         @waits = @wakeups = @rearms = @periodic_polls = 0
       end
 
-      def command(name, state, latch = nil)
+      def thread_alive? = @mutex.synchronize { @thread&.alive? }
+
+      def command(name, state, latch)
         @mutex.synchronize do
-          @count += name == :register ? 1 : -1
+          @count += 1 if name == :register # counted now: an arrival keeps a leaving last client from stopping us
           @commands << [name, state, latch]
           @thread = start_thread unless @thread&.alive?
         end
@@ -129,11 +149,12 @@ module Sluice
         @waits += 1
         @wakeups += ready.size
         ready.each { |token| serve(@states[token]) }
-        # A callback may have closed our last producer inline, handing the
+        # A callback may have closed our last client inline, handing the
         # poller over to a successor thread: from then on everything is its job.
         return unless owner?
 
         run_commands
+        resume_suspended unless @suspended.empty?
         periodic_poll if owner? && now >= @next_periodic
         @failures = 0
       rescue StandardError, ScriptError => e
@@ -142,67 +163,118 @@ module Sluice
 
       def serve(state)
         # A thread that was told to stop (inline unregister of the last
-        # producer) must not serve producers a successor thread now owns.
+        # client) must not serve clients a successor thread now owns.
         return unless state && owner?
 
-        return unless state.serve
+        left = state.serve
+        @strikes.delete(state.token) unless @strikes.empty?
+        return unless left
 
         @rearms += 1
         state.client.wakeup_signal
+      rescue StandardError, ScriptError => e
+        suspend(state, e)
       end
 
-      # Producers that wrote nothing to their pipe still get polled: OAuth
-      # refresh and anything else that does not wake us must not starve.
+      # Clients whose pipe stayed silent still get polled: OAuth refresh and
+      # anything else that does not wake us must not starve. One that was just
+      # served (say it spent its whole max_time) is not due yet.
       def periodic_poll
         @periodic_polls += 1
-        @states.each_value { |state| serve(state) }
-        @next_periodic = now + (@periodic_interval || 1.0)
+        at = now
+        next_at = at + DEFAULT_PERIOD
+        @states.each do |token, state|
+          serve(state) if state.overdue?(at) && !@suspended.key?(token)
+          next_at = [next_at, state.next_poll_at].min
+        end
+        @next_periodic = next_at
       end
 
       def wait_timeout
-        [((@next_periodic - now) * 1000).ceil, 0].max
+        wake_at = @suspended.empty? ? @next_periodic : [@next_periodic, @suspended.each_value.min].min
+        [((wake_at - now) * 1000).ceil, 0].max
+      end
+
+      # A client whose serve raised: reported, and out of the selector for a
+      # backoff, so its (still readable) pipe cannot keep the poller spinning.
+      def suspend(state, error)
+        strikes = @strikes[state.token] = @strikes.fetch(state.token, 0) + 1
+        @suspended[state.token] = now + [0.01 * (2**strikes), MAX_BACKOFF].min
+        @selector.remove(state.wakeup_fd)
+        state.instrument("error.occurred", type: "poller.error", error: error, poller_id: @id)
+      rescue StandardError, ScriptError
+        nil # reporting failed too; the backoff still applies
+      end
+
+      def resume_suspended
+        at = now
+        due = @suspended.select { |_, retry_at| retry_at <= at }.keys
+        due.each do |token|
+          @suspended.delete(token)
+          next unless (state = @states[token])
+
+          @selector.add(state.wakeup_fd, token)
+          serve(state)
+        end
       end
 
       def owner? = @thread.equal?(Thread.current)
 
-      # Only the owning thread applies commands, so every producer is added by
-      # the thread that will serve it.
+      # Only the owning thread applies commands, so every client is added by
+      # the thread that will serve it. Each command runs on its own: one that
+      # fails never drops the others, and every caller waiting on a latch gets
+      # an answer.
       def run_commands
         commands = @mutex.synchronize { @commands.empty? || !owner? ? nil : @commands.slice!(0..) }
-        commands&.each { |name, state, latch| name == :register ? add(state) : remove(state, latch) }
+        commands&.each { |name, state, latch| name == :register ? add(state, latch) : remove(state, latch) }
       end
 
-      def add(state)
+      def add(state, latch = nil)
         token = (@next_token += 1)
         state.token = token
-        @states = @states.merge(token => state).freeze
         @selector.add(state.wakeup_fd, token)
-        interval = state_interval(state)
-        @periodic_interval = [@periodic_interval || interval, interval].min
-        @next_periodic = [@next_periodic, now + interval].min # a shorter interval applies at once
-        state.instrument("poller.producer_registered", poller_id: @id)
+        @states = @states.merge(token => state).freeze
+        @next_periodic = [@next_periodic, state.next_poll_at].min # a shorter interval applies at once
+        latch&.push(nil)
+        state.instrument("poller.#{state.kind}_registered", poller_id: @id)
         serve(state) # events queued before the pipe existed gave no wake-up
+      rescue StandardError, ScriptError => e
+        @mutex.synchronize { @count -= 1 }
+        state.leave!
+        state.close! # never served: unregistering it is a no-op
+        raise unless latch
+
+        latch.push(e)
       end
 
       def remove(state, latch)
-        @selector.remove(state.wakeup_fd)
-        state.drain_all
-        state.close!
+        return if state.closed?
+
+        @selector.remove(state.wakeup_fd) unless @suspended.delete(state.token)
+        @strikes.delete(state.token)
+        dispatch_rest(state)
         @states = @states.reject { |token, _| token == state.token }.freeze
-        @periodic_interval = @states.values.map { |s| state_interval(s) }.min
-        state.instrument("poller.producer_unregistered", poller_id: @id)
+        state.instrument("poller.#{state.kind}_unregistered", poller_id: @id)
       ensure
         stopping = stop_if_idle
         latch&.push(stopping ? Thread.current : nil)
       end
 
-      def state_interval(state) = state.periodic_poll_interval / 1000.0
+      # What is still queued is dispatched before the client goes; whatever
+      # fails, the state is closed so nothing serves it again.
+      def dispatch_rest(state)
+        state.drain_all
+      rescue StandardError, ScriptError => e
+        state.instrument("error.occurred", type: "poller.error", error: e, poller_id: @id)
+      ensure
+        state.close!
+      end
 
-      # The loop ends when no producer is left and none is on its way.
+      # The loop ends when no client is left and none is on its way.
       def stopping? = @mutex.synchronize { @thread.nil? || !@thread.equal?(Thread.current) }
 
       # @count already includes registrations still queued or in the batch being
-      # applied, so a producer arriving while the last one leaves keeps us running.
+      # applied, so a client arriving while the last one leaves keeps us running.
       def stop_if_idle
         @mutex.synchronize do
           return false unless @count.zero? && @thread.equal?(Thread.current)

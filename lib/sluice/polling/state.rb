@@ -4,28 +4,34 @@ require "json"
 
 module Sluice
   module Polling
-    # One producer as its poller sees it: the native client to drain, and where
-    # each drained event goes (delivery handles, the monitor, the logger).
+    # One client as its poller sees it: the native client whose main queue is
+    # drained, and where each drained event goes (delivery handles, the
+    # monitor, the logger).
     #
     # Draining happens in C with the GVL held; everything that runs user code
     # happens here, after the native call returned, so an exception can never
     # unwind through librdkafka.
     class State
-      # syslog levels of librdkafka log lines -> Logger severities
       # How long one #pump blocks (ms).
       PUMP_MS = 10
 
-      # Items dispatched between two looks at the clock (x4: quads).
-      CHECK_EVERY = 8 * 4
-
+      # syslog levels of librdkafka log lines -> Logger severities
       LOG_SEVERITIES = [Logger::FATAL, Logger::FATAL, Logger::FATAL, Logger::ERROR,
                         Logger::WARN, Logger::INFO, Logger::INFO, Logger::DEBUG].freeze
 
-      attr_reader :producer_id, :client, :monitor, :max_time, :periodic_poll_interval
+      PURGE_ERRORS = %i[purge_queue purge_inflight].map { |code| KafkaError.number_for(code) }.freeze
+      # What a report that never arrived says (its client was destroyed first).
+      NO_PARTITION = -1
+      NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
+
+      attr_reader :kind, :client_id, :client, :monitor, :max_time, :periodic_poll_interval, :purged
       attr_accessor :token
 
-      def initialize(producer_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:)
-        @producer_id = producer_id
+      # @param kind [Symbol] :producer (names events and payload keys)
+      def initialize(kind:, client_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:)
+        @kind = kind
+        @client_id = client_id
+        @id_key = :"#{kind}_id"
         @client = client
         @monitor = monitor
         @notifier = notifier
@@ -33,14 +39,18 @@ module Sluice
         @max_time = max_time
         @periodic_poll_interval = periodic_poll_interval
         @closed = false
+        @leaving = false
         @dispatching = 0
         @backlog = nil # drained, not yet dispatched: flat quads (see Client#drain)
         @backlog_at = 0
+        @served_at = now
+        @purged = 0
       end
 
       # Drains the queue and dispatches what it found, for at most budget_ms
       # (negative: until empty). Dispatch counts against the budget too: it is
-      # where user code runs. What is left waits in a backlog for the next turn.
+      # where user code runs, and the clock is read after every item it
+      # dispatches. What is left waits in a backlog for the next turn.
       # @return [Boolean] work is left (the budget ran out)
       def serve(budget_ms = @max_time)
         return false if @closed
@@ -48,11 +58,12 @@ module Sluice
 
         @dispatching += 1
         begin
-          deadline = now + (budget_ms / 1000.0) unless budget_ms.negative?
+          @served_at = now
+          deadline = @served_at + (budget_ms / 1000.0) unless budget_ms.negative?
           return true unless dispatch_backlog(deadline)
-          return false if @closed # a callback closed the producer meanwhile
+          return false if @closed # a callback closed the client meanwhile
 
-          @backlog = @client.drain(budget_ms, acks?)
+          @backlog = @client.drain(deadline ? [(deadline - now) * 1000, 0].max : -1, acks?)
           @backlog_at = 0
           return true unless dispatch_backlog(deadline)
 
@@ -65,6 +76,13 @@ module Sluice
 
       # Everything on the queue, however long it takes.
       def drain_all = serve(-1)
+
+      # Not served for a whole periodic_poll_interval: the periodic poll is for
+      # clients whose pipe stayed silent, not for one that just had its turn.
+      def overdue?(time) = time - @served_at >= @periodic_poll_interval / 1000.0
+
+      # When the periodic poll is next due for this client.
+      def next_poll_at = @served_at + (@periodic_poll_interval / 1000.0)
 
       # For a wait on the polling thread itself, where nobody else would serve
       # the queue: block up to timeout_ms for events, then dispatch them here.
@@ -79,17 +97,38 @@ module Sluice
 
       def wakeup_fd = @client.wakeup_fd
 
+      # Marks the client as leaving its poller; true the first time only.
+      def leave!
+        return false if @leaving
+
+        @leaving = true
+      end
+
       # After this the poller ignores the state (a snapshot may still name it).
       def close! = @closed = true
       def closed? = @closed
 
       def instrument(name, payload = {})
-        @monitor.instrument(name, { producer_id: @producer_id }.merge!(payload))
+        @monitor.instrument(name, { @id_key => @client_id }.merge!(payload))
       end
+
+      # A handle whose report never came (its client was destroyed first):
+      # resolved as purged, or with the fatal error that ended the client.
+      def orphaned(handle, error)
+        if error
+          failed_with(handle.resolve_error(NO_PARTITION, NO_OFFSET, error))
+        else
+          announce_purge(handle.resolve(NO_PARTITION, NO_OFFSET, PURGE_ERRORS.first))
+        end
+      rescue StandardError, ScriptError => e
+        dispatch_failed(e)
+      end
+
+      def inspect = "#<#{self.class.name} #{@kind} #{@client_id.inspect}#{" closed" if @closed}>"
 
       private
 
-      # A callback of this producer polls again (flush, close or produce_sync on
+      # A callback of this client polls again (flush, close or produce_sync on
       # the polling thread): it serves the new events at once, and the turn
       # that called the callback finishes its own backlog after it returns.
       def serve_nested(budget_ms)
@@ -109,17 +148,18 @@ module Sluice
       # when someone listens) and events.
       # @return [Boolean] the backlog is done (false: the deadline came first)
       def dispatch_backlog(deadline)
-        start = @backlog_at
+        progressed = false # one item per turn at least, however slow it is
         while (batch = @backlog)
           i = @backlog_at
           if i >= batch.size
             @backlog = nil
             break
           end
-          return false if deadline && i - start >= CHECK_EVERY && ((i - start) % CHECK_EVERY).zero? && now >= deadline
+          return false if progressed && deadline && now >= deadline
 
           @backlog_at = i + 4
           dispatch(batch[i], batch[i + 1], batch[i + 2], batch[i + 3])
+          progressed = true
         end
         true
       end
@@ -131,10 +171,9 @@ module Sluice
         if head.is_a?(Symbol)
           dispatch_event(head, a, b, code)
         elsif code.zero?
-          @monitor.instrument("message.acknowledged", producer_id: @producer_id, topic: head.topic,
-                                                      partition: head.partition, offset: head.offset, label: head.label)
+          instrument("message.acknowledged", topic: head.topic, partition: head.partition, offset: head.offset, label: head.label)
         else
-          failed(head.resolve(a, b, code))
+          failed(head, a, b, code)
         end
       rescue StandardError, ScriptError => e
         dispatch_failed(e)
@@ -146,11 +185,27 @@ module Sluice
         nil # the monitor could not report it either; polling must go on
       end
 
-      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      # A failure caused by a fatal error (the client is dead: fenced,
+      # idempotence broken) says so, instead of the purge it led to.
+      def failed(handle, partition, offset, code)
+        fatal = @client.fatal_error
+        if fatal
+          failed_with(handle.resolve_error(partition, offset, KafkaError.new(*fatal, fatal: true)))
+        elsif PURGE_ERRORS.include?(code)
+          @purged += 1
+          announce_purge(handle.resolve(partition, offset, code))
+        else
+          failed_with(handle.resolve(partition, offset, code))
+        end
+      end
 
-      def failed(report)
+      def failed_with(report)
         instrument("error.occurred", type: "librdkafka.dispatch_error", error: Errors::ProduceError.new(report.error, delivery_report: report),
                                      topic: report.topic, partition: report.partition, offset: report.offset, label: report.label)
+      end
+
+      def announce_purge(report)
+        instrument("message.purged", topic: report.topic, label: report.label, error: report.error)
       end
 
       def dispatch_event(type, a, b, c)
@@ -158,7 +213,7 @@ module Sluice
         when :error then instrument("error.occurred", type: "librdkafka.error", error: KafkaError.new(a, b, fatal: c))
         when :statistics then statistics(a)
         when :oauthbearer_token_refresh then token_refresh(a)
-        when :log then @logger.add(LOG_SEVERITIES.fetch(a, Logger::INFO), "[#{@producer_id}] #{b}: #{c}")
+        when :log then @logger.add(LOG_SEVERITIES.fetch(a, Logger::INFO), "[#{@client_id}] #{b}: #{c}")
         end
       end
 
@@ -175,6 +230,8 @@ module Sluice
           @client.oauthbearer_set_token_failure("no oauthbearer.token_refresh listener to provide a token")
         end
       end
+
+      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

@@ -27,7 +27,7 @@ module Sluice
         count, expires_at = @counts[topic]
         return count if count && expires_at > now
 
-        error, count = @client.partition_count(topic, @timeout_ms)
+        error, count = Blocking.call { @client.partition_count(topic, @timeout_ms) } # a metadata round trip
         raise Errors::ProduceError, KafkaError.new(error) unless error.zero?
 
         @counts[topic] = [count, now + COUNT_TTL]

@@ -1,10 +1,13 @@
 # frozen_string_literal: true
 
-require "English"
-
 module Sluice
   class Producer
     # Producer#transaction for producers with "transactional.id".
+    #
+    # One transaction at a time per producer; it belongs to the fiber that runs
+    # the block. Every way out of the block ends it on the broker: commit when
+    # the block returns, abort when it raises, or on break/return/throw (then
+    # EarlyTransactionExitNotAllowedError), or when #close takes it over.
     module Transactions
       COMMIT_ATTEMPTS = 3
       # librdkafka's own choice: the remaining transaction timeout (or twice
@@ -12,60 +15,125 @@ module Sluice
       # the transaction state when a request fails.
       DEFAULT_TIMEOUT = -1
 
-      # Runs the block in a transaction: commits when it returns (also through
-      # return/break), aborts and re-raises when it raises, aborts quietly on
-      # Sluice::AbortTransaction. A nested call joins the outer transaction.
-      # @return the block's value (nil when aborted)
-      def transaction(&block)
-        return yield if @transaction_mutex.owned?
+      # The open transaction: who runs it, where it stands (:opening, :open,
+      # :ending, or :aborted once close took it over) and its first delivery
+      # handle (see config.wait_timeout_on_transaction_abort).
+      Transaction = Struct.new(:fiber, :thread, :state, :first_handle)
 
-        @transaction_mutex.synchronize do
-          ensure_open!
-          prepare_transactions
-          transactional(:begin_transaction)
-          run_transaction(&block)
+      # Runs the block in a transaction: commits when it returns, aborts and
+      # re-raises when it raises, aborts quietly on Sluice::AbortTransaction,
+      # aborts and raises EarlyTransactionExitNotAllowedError on break, return
+      # or throw. A nested call joins the outer transaction.
+      # @return the block's value (nil when aborted)
+      # @raise [Errors::TransactionError] (#fatal? for a fatal error: with
+      #   config.reload_on_transaction_fatal_error the producer has already
+      #   rebuilt its client, and the next transaction can go ahead)
+      def transaction
+        return yield if own_transaction?
+
+        txn = open_transaction
+        outcome = :left_early
+        begin
+          value = yield
+          outcome = :commit
+          value
+        rescue AbortTransaction
+          outcome = :abort
+          nil
+        rescue Exception # rubocop:disable Lint/RescueException -- abort on anything, then re-raise
+          outcome = :failed
+          raise
+        ensure
+          end_transaction(txn, outcome)
         end
       end
 
       def transactional? = !@config.kafka_setting("transactional.id").nil?
 
-      # Inside a transaction block (of this thread)?
-      def transaction? = @transaction_mutex.owned?
+      # Inside a transaction block (of this fiber)?
+      def transaction? = own_transaction?
 
       private
 
-      def run_transaction
-        outcome = :commit
-        yield
-      rescue AbortTransaction
-        outcome = :abort
-        nil
-      rescue Exception # rubocop:disable Lint/RescueException -- abort on anything, then re-raise
-        outcome = :abort
-        raise
-      ensure
-        outcome == :commit ? commit_transaction : abort_transaction(raise_errors: $ERROR_INFO.nil?)
+      def init_transactions
+        @txn_lock = Mutex.new
+        @txn_changed = ConditionVariable.new
+        @transaction = nil
+        @transactions_ready = false
+        @transaction_reloads = 0
+      end
+
+      def own_transaction? = !!(txn = @transaction) && txn.fiber.equal?(Fiber.current)
+
+      def own_open_transaction? = own_transaction? && @transaction.state == :open
+
+      def open_transaction
+        unless transactional?
+          raise Errors::TransactionError.new("transaction",
+                                             KafkaError.new(KafkaError.number_for(:not_configured), "producer has no transactional.id"))
+        end
+
+        txn = Transaction.new(Fiber.current, Thread.current, :opening, nil)
+        @txn_lock.synchronize do
+          @txn_changed.wait(@txn_lock) while @transaction
+          ensure_open!
+          @transaction = txn
+        end
+        begin
+          prepare_transactions
+          transactional(:begin_transaction)
+        rescue Exception # rubocop:disable Lint/RescueException -- the slot must be given back
+          release(txn)
+          recover_from_fatal_error
+          raise
+        end
+        change(txn, :open)
+        txn
       end
 
       def prepare_transactions
-        unless transactional?
-          raise Errors::TransactionError.new("transaction",
-                                             KafkaError.new(KafkaError.number_for(:not_configured),
-                                                            "producer has no transactional.id"))
-        end
         return if @transactions_ready
 
         transactional(:init_transactions, DEFAULT_TIMEOUT)
         @transactions_ready = true
       end
 
+      def end_transaction(txn, outcome)
+        taken_over = !claim(txn)
+        case outcome
+        when :commit then taken_over ? raise_taken_over : commit_transaction
+        when :abort then abort_transaction(txn, raise_errors: true) unless taken_over
+        when :failed then abort_transaction(txn, raise_errors: false) unless taken_over
+        when :left_early then left_early(txn, taken_over)
+        end
+      ensure
+        release(txn)
+        recover_from_fatal_error
+      end
+
+      # break/return/throw left the block: commit or not is ambiguous. A thread
+      # being killed unwinds the same way; it is only aborted.
+      def left_early(txn, taken_over)
+        abort_transaction(txn, raise_errors: false) unless taken_over
+        return if Thread.current.status == "aborting"
+
+        raise Errors::EarlyTransactionExitNotAllowedError,
+              "a transaction block was left by break, return or throw (Timeout.timeout without an exception " \
+              "class throws too): the transaction was aborted; end the block normally, or raise Sluice::AbortTransaction"
+      end
+
+      def raise_taken_over
+        raise Errors::ProducerClosedError, "producer #{@id} was closed while this transaction was open: close aborted it"
+      end
+
       def commit_transaction
         attempts = 0
         begin
           transactional(:commit_transaction, DEFAULT_TIMEOUT)
+          @transaction_reloads = 0
         rescue Errors::TransactionError => e
           if e.abortable?
-            abort_transaction(raise_errors: false)
+            abort_transaction(nil, raise_errors: false)
           elsif e.retryable? && (attempts += 1) < COMMIT_ATTEMPTS
             retry
           end
@@ -73,7 +141,8 @@ module Sluice
         end
       end
 
-      def abort_transaction(raise_errors:)
+      def abort_transaction(txn, raise_errors:)
+        wait_for_first_delivery(txn)
         transactional(:abort_transaction, DEFAULT_TIMEOUT)
       rescue Errors::BaseError => e
         raise if raise_errors
@@ -81,9 +150,95 @@ module Sluice
         @monitor.instrument("error.occurred", producer_id: @id, type: "transaction.abort", error: e)
       end
 
+      # An abort right after the first produce can reach the coordinator
+      # before the partition's registration did (librdkafka issue 4849): one
+      # acknowledged delivery proves the registration is done.
+      def wait_for_first_delivery(txn)
+        timeout = @config.wait_timeout_on_transaction_abort
+        return unless timeout.positive? && (handle = txn&.first_handle)
+
+        handle.wait(max_wait_timeout: timeout, raise_response_error: false)
+      rescue Errors::WaitTimeoutError
+        nil # best effort: abort anyway
+      end
+
+      # close: waits (until deadline) for the open transaction of another fiber
+      # to end, then takes it over and aborts it, so none stays open on the
+      # broker. One being opened or ended is waited for: its librdkafka call
+      # is under way (and bounded by librdkafka's own timeouts). A transaction
+      # of the thread a signal handler interrupted cannot end while we wait.
+      def settle_transaction(deadline, interrupted)
+        txn = @txn_lock.synchronize do
+          while (open = @transaction)
+            break if open.state == :open && (open.thread.equal?(interrupted) || (deadline && now >= deadline))
+
+            left = open.state == :open && deadline ? deadline - now : nil
+            @txn_changed.wait(@txn_lock, left)
+          end
+          open&.tap { |t| t.state = :aborted }
+        end
+        abort_transaction(txn, raise_errors: false) if txn
+      end
+
+      # The owner ends its transaction, unless close already took it over.
+      def claim(txn)
+        @txn_lock.synchronize do
+          return false unless txn.state == :open
+
+          txn.state = :ending
+          true
+        end
+      end
+
+      def change(txn, state)
+        @txn_lock.synchronize do
+          txn.state = state if txn.state == :opening
+          @txn_changed.broadcast
+        end
+      end
+
+      def release(txn)
+        @txn_lock.synchronize do
+          @transaction = nil if @transaction.equal?(txn)
+          @txn_changed.broadcast
+        end
+      end
+
+      # A transactional client in a fatal state (fenced, or an abort that hit
+      # librdkafka issue 4849) can do nothing more. With
+      # reload_on_transaction_fatal_error a new one takes its place, within
+      # max_attempts_on_transaction_fatal_error reloads in a row.
+      def recover_from_fatal_error
+        fatal = @client.fatal_error
+        return unless fatal
+
+        error = KafkaError.new(*fatal, fatal: true)
+        return unless @config.reload_on_transaction_fatal_error && !@config.non_reloadable_errors.include?(error.code)
+        return if (@transaction_reloads += 1) > @config.max_attempts_on_transaction_fatal_error
+
+        reload!(@client, error, @transaction_reloads)
+        sleep(@config.wait_backoff_on_transaction_fatal_error / 1000.0)
+      rescue StandardError => e
+        @monitor.instrument("error.occurred", producer_id: @id, type: "producer.reload", error: e)
+      end
+
+      # Transaction calls cannot be cut short: interrupts (Timeout,
+      # Thread#raise) wait until the call returned, so a transaction is never
+      # left half-ended by one. Under a fiber scheduler the call runs off the
+      # fiber's thread.
       def transactional(action, *args)
-        tuple = @client.public_send(action, *args)
-        raise Errors::TransactionError.new(action.to_s.tr("_", " "), KafkaError.from_tuple(tuple)) if tuple
+        client = @client
+        tuple = Thread.handle_interrupt(Object => :never) do
+          Blocking.call(interruptible: false) { client.public_send(action, *args) }
+        end
+        raise Errors::TransactionError.new(action.to_s.tr("_", " "), transaction_error(client, tuple)) if tuple
+      end
+
+      # A fatal state reports _FATAL: say which fatal error it is.
+      def transaction_error(client, tuple)
+        error = KafkaError.from_tuple(tuple)
+        fatal = error.code == :fatal && client.fatal_error
+        fatal ? KafkaError.new(*fatal, fatal: true) : error
       end
     end
   end

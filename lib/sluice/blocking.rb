@@ -1,0 +1,46 @@
+# frozen_string_literal: true
+
+module Sluice
+  # Blocking native calls (flush, transactions, metadata, destroy) in a way a
+  # Fiber scheduler can see, and the contexts where Ruby forbids waiting.
+  #
+  # A native call releases the GVL, so other threads run, but the fibers of the
+  # calling thread cannot: a scheduler only switches fibers at the waits it
+  # hooks (IO, sleep, Mutex, Queue, Thread#join). Under a scheduler such a call
+  # runs on a short-lived thread while the fiber waits on Thread#value.
+  module Blocking
+    module_function
+
+    # Runs the block, on a helper thread when a non-blocking fiber is current.
+    # @param interruptible [Boolean] if the waiting fiber is interrupted, cut
+    #   the call short too (its unblock function ends it); false lets it
+    #   finish first (transaction calls), then the interrupt goes on.
+    def call(interruptible: true, &block)
+      return yield unless fiber_scheduled?
+
+      # A new thread inherits the caller's Thread.handle_interrupt masks: the
+      # worker must stay killable whatever the caller masks.
+      worker = Thread.new { Thread.handle_interrupt(Object => :immediate, &block) }
+      worker.name = "sluice.blocking"
+      worker.report_on_exception = false
+      begin
+        worker.value
+      ensure
+        if worker.alive?
+          worker.kill if interruptible
+          worker.join
+        end
+      end
+    end
+
+    def fiber_scheduled? = !Fiber.scheduler.nil? && !Fiber.current.blocking?
+
+    # True inside a signal handler (Signal.trap), where Mutex#lock raises
+    # ThreadError. Ruby offers no other way to tell.
+    def trap_context?
+      Mutex.new.synchronize { false }
+    rescue ThreadError
+      true
+    end
+  end
+end

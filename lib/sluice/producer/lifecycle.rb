@@ -1,0 +1,209 @@
+# frozen_string_literal: true
+
+module Sluice
+  class Producer
+    # The native client's life inside a Producer: connect, close (from any
+    # thread, fiber, callback, signal handler or at exit), and reload after a
+    # fatal error. One client at a time: a reload destroys the old one before
+    # it builds the new one.
+    module Lifecycle
+      # How long a close started from a signal handler is waited for there
+      # beyond its own timeout; after that it finishes in the background.
+      TRAP_GRACE = 10
+
+      def closed? = @closed
+
+      # Flushes, waits for the outstanding delivery reports, stops polling and
+      # releases the native handle. Idempotent; safe from any thread, fiber, a
+      # callback on the polling thread, a signal handler (Signal.trap) and
+      # at_exit. An open transaction of another thread or fiber is waited for
+      # (within the timeout), then aborted.
+      # @param timeout [Integer, nil] ms to wait for deliveries (and an open
+      #   transaction); what is still queued after it is purged: those handles
+      #   resolve with a purge error and `message.purged` reports each. nil
+      #   waits for every report.
+      # @raise [Errors::ProducerTransactionalCloseAttemptError] inside this
+      #   producer's own transaction block
+      def close(timeout: @config.max_wait_timeout)
+        return if @closed
+        return close_from_trap(timeout) if Blocking.trap_context?
+
+        if own_transaction?
+          raise Errors::ProducerTransactionalCloseAttemptError,
+                "producer #{@id}: close inside its own transaction block would leave the transaction open; finish the block first"
+        end
+
+        close_now(timeout)
+      end
+
+      # Closes without waiting for deliveries: what is still queued or in flight
+      # is purged (those handles resolve with a purge error).
+      def close! = close(timeout: 0)
+
+      # @api private — Shutdown's at_exit hook. Closes with the usual bound and
+      # says so loudly when messages had to be dropped.
+      def close_at_exit
+        close
+        return if @dropped.zero?
+
+        message = "producer #{@id} was still open at exit; closing it dropped #{@dropped} message(s) " \
+                  "not delivered within max_wait_timeout (#{@config.max_wait_timeout} ms)"
+        @config.logger.error(message)
+        @monitor.instrument("error.occurred", producer_id: @id, type: "producer.close_at_exit",
+                                              error: Errors::ProduceError.new(KafkaError.new(PURGED, message)))
+      end
+
+      private
+
+      def init_lifecycle
+        @lifecycle = Mutex.new
+        @closing = false
+        @closed = false
+        @dropped = 0
+      end
+
+      # Builds the native client and registers it with the poller.
+      def connect
+        client = Native::Producer.new(@config.kafka_pairs)
+        client.handles(DeliveryHandle, @notifier)
+        state = Polling::State.new(kind: :producer, client_id: @id, client: client, monitor: @monitor, notifier: @notifier,
+                                   logger: @config.logger, max_time: @config.polling.fd.max_time,
+                                   periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
+        @notifier.attach(@poller, state)
+        @poller.register(state)
+        @client = client
+        @state = state
+        @partitioner = Partitioner.new(client, @config.max_wait_timeout)
+      rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
+        @poller.unregister(state) if state
+        client&.destroy
+        raise
+      end
+
+      # Stops polling the client and destroys it; handles that never got a
+      # report resolve with `error` (a purge, or the fatal error of a reload).
+      # Runs to the end whatever interrupt arrives meanwhile.
+      def disconnect(error = nil)
+        state = @state
+        client = @client
+        Thread.handle_interrupt(Object => :never) do
+          @poller.unregister(state)
+          Blocking.call(interruptible: false) { client.destroy }
+          orphans = client.take_inflight
+          orphans.each { |handle| state.orphaned(handle, error) }
+          @notifier.notify
+          orphans.size
+        end
+      end
+
+      def close_now(timeout, interrupted: nil)
+        return if @lifecycle.owned? # a callback of our own close: the outer call finishes
+        # On the polling thread, never wait for a close running elsewhere: it waits
+        # for this very thread, and finishes as soon as the callback returns.
+        return if @lifecycle.locked? && @poller.in_poller_thread?
+
+        @lifecycle.synchronize do
+          return if @closed
+
+          @closing = true
+          @client.forked? ? (@closed = true) : shut_down(timeout, interrupted)
+          Shutdown.untrack(self)
+        end
+        @monitor.instrument("producer.closed", producer_id: @id)
+      end
+
+      # A signal handler may not lock a Mutex, and the code it interrupted may
+      # hold one we need: the close runs on a thread of its own, waited for
+      # here (bounded). If that thread still runs when the handler returns, it
+      # finishes once the interrupted code goes on (or in the at_exit hook).
+      def close_from_trap(timeout)
+        return if @lifecycle.owned? # the code the signal interrupted was closing us: it finishes after the handler
+
+        interrupted = Thread.current
+        closer = Thread.new { close_now(timeout, interrupted: interrupted) }
+        closer.name = "sluice.close##{@id}"
+        closer.report_on_exception = false
+        closer.join(((timeout || @config.max_wait_timeout) / 1000.0) + TRAP_GRACE) # no logging here: Logger locks a Mutex
+        nil
+      end
+
+      def shut_down(timeout, interrupted)
+        deadline = timeout && now + (timeout / 1000.0)
+        settle_transaction(deadline, interrupted)
+        purged_before = @state.purged
+        unless wait_for_deliveries(deadline && [(deadline - now) * 1000, 0].max)
+          @client.purge
+          wait_for_deliveries(@config.max_wait_timeout)
+        end
+        orphans = disconnect
+        @dropped = @state.purged - purged_before + orphans
+        @closed = true
+      end
+
+      # rd_kafka_flush only waits (the poller serves the queue meanwhile); on the
+      # poller's own thread, or when its thread is gone (process teardown),
+      # nobody else would serve it, so we do.
+      def wait_for_deliveries(timeout_ms)
+        return pump_until_delivered(timeout_ms) if @poller.in_poller_thread? || !@poller.alive?
+
+        started = now
+        return false unless Blocking.call { @client.flush(timeout_ms || -1) }
+
+        left = timeout_ms && [timeout_ms - ((now - started) * 1000), 0].max
+        @notifier.wait_until(left) { @state.settled? }
+      end
+
+      def pump_until_delivered(timeout_ms)
+        deadline = timeout_ms && now + (timeout_ms / 1000.0)
+        until @client.outq_len.zero?
+          return false if deadline && now >= deadline
+
+          @state.pump
+        end
+        true
+      end
+
+      # A produce met a destroyed client: was it replaced by a reload (then the
+      # caller tries again with the new one) or is the producer really closed?
+      def client_replaced?(client, error)
+        return false if @closing || error.is_a?(Errors::ForkedProcessError)
+
+        @lifecycle.synchronize {} unless @lifecycle.owned? || @poller.in_poller_thread? # a reload under way
+        !client.equal?(@client)
+      end
+
+      # An idempotent (not transactional) producer met a fatal error: rebuild
+      # the client and let the caller try again, when configured and within the
+      # attempts.
+      def reload_after_idempotent_fatal?(client, error, attempt)
+        return false unless error.fatal? && idempotent? && !transactional? && @config.reload_on_idempotent_fatal_error
+        return false if @config.non_reloadable_errors.include?(error.code)
+        return false if attempt > @config.max_attempts_on_idempotent_fatal_error
+
+        reload!(client, error.kafka_error, attempt)
+        sleep(@config.wait_backoff_on_idempotent_fatal_error / 1000.0)
+        true
+      end
+
+      # Destroys the failed client, then builds a new one; its pending handles
+      # resolve with the fatal error. A no-op when another thread already
+      # reloaded that client, or when the producer is closing.
+      def reload!(failed_client, error, attempt)
+        @lifecycle.synchronize do
+          return unless failed_client.equal?(@client) && !@closing
+
+          disconnect(error)
+          @transactions_ready = false
+          begin
+            connect
+          rescue StandardError
+            @closing = @closed = true # no client left: the producer cannot go on
+            Shutdown.untrack(self)
+            raise
+          end
+        end
+        @monitor.instrument("producer.reloaded", producer_id: @id, error: error, attempt: attempt)
+      end
+    end
+  end
+end
