@@ -79,7 +79,11 @@ module Sluice
     # ends that thread there, NoMemoryError may pass): report it and go on.
     # Elsewhere such exceptions take their usual course.
     def notify(listener, event)
-      listener.call(event)
+      if Polling.thread?
+        Thread.handle_interrupt(Object => :immediate) { listener.call(event) } # a listener's own Timeout must work
+      else
+        listener.call(event)
+      end
     rescue StandardError, ScriptError => e
       report_listener_error(e, event)
     rescue Exception => e # rubocop:disable Lint/RescueException

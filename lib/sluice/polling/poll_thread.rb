@@ -48,14 +48,20 @@ module Sluice
 
       private
 
+      # Interrupts reach the thread only while it waits or inside a listener
+      # (see Poller#run).
       def run(state)
         Thread.current.thread_variable_set(THREAD_KEY, self)
+        Thread.handle_interrupt(Object => :never) { serve_until_stopped(state) }
+      end
+
+      def serve_until_stopped(state)
         state.instrument("poller.#{state.kind}_registered", poller_id: nil)
         failures = 0
         while @running
           begin
             # serve first: a turn cut short by max_time left a backlog to finish
-            state.client.wait_events(WAIT_MS) if !state.serve && @running
+            wait(state) if !state.serve && @running
             failures = 0
           rescue StandardError, ScriptError => e
             failures += 1
@@ -65,6 +71,8 @@ module Sluice
         end
         finish(state)
       end
+
+      def wait(state) = Thread.handle_interrupt(Object => :immediate) { state.client.wait_events(WAIT_MS) }
 
       def finish(state)
         return if state.closed?

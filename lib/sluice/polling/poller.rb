@@ -139,13 +139,16 @@ module Sluice
         thread
       end
 
+      # An interrupt (Thread#raise, #kill) reaches the thread only while it
+      # waits, or inside a listener (Monitor#notify): never halfway through a
+      # drain or a dispatch, where a delivery report could be skipped.
       def run
         Thread.current.thread_variable_set(THREAD_KEY, self)
-        iterate until stopping?
+        Thread.handle_interrupt(Object => :never) { iterate until stopping? }
       end
 
       def iterate
-        ready = @selector.wait(wait_timeout)
+        ready = Thread.handle_interrupt(Object => :immediate) { @selector.wait(wait_timeout) }
         @waits += 1
         @wakeups += ready.size
         ready.each { |token| serve(@states[token]) }
