@@ -138,17 +138,26 @@ struct blocking_call {
     int ran;
 };
 
-static void *run_blocking(void *p) {
+static void *run_blocking(void *p) { /* runs without the GVL */
     struct blocking_call *b = p;
     b->ran = 1;
     return b->fn(b->arg);
 }
 
-int sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg) {
+void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg) {
     struct blocking_call b = {fn, arg, 0};
-    __atomic_add_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
-    rb_thread_call_without_gvl2(run_blocking, &b, ubf, ubf_arg);
-    return b.ran;
+    for (;;) {
+        __atomic_add_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
+        rb_thread_call_without_gvl2(run_blocking, &b, ubf, ubf_arg);
+        if (b.ran) return;
+        /* Not run: an interrupt was pending. Most are routine (the thread
+         * scheduler's timer, a signal for another thread) and raise nothing:
+         * serve them and go again. A real one is raised here, before the call
+         * did anything. Either way the handle may be gone afterwards. */
+        __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
+        sluice_raise_pending_interrupts();
+        if (c->closed || !c->rk) rb_raise(sluice_eProducerClosed, "%s is closed", c->kind == RD_KAFKA_CONSUMER ? "consumer" : "producer");
+    }
 }
 
 void sluice_client_unblock(client_t *c) {
@@ -253,6 +262,17 @@ static VALUE client_fatal_error(VALUE self) {
     return err ? rb_ary_new_from_args(2, INT2FIX(err), rb_str_new_cstr(reason)) : Qnil;
 }
 
+/*
+ * #test_fatal_error(code, reason) — raises a fatal error in this client, as
+ * librdkafka does when idempotence breaks (rd_kafka_test_fatal_error, meant
+ * for tests). Specs use it to exercise recovery: a real broker does not fail
+ * that way on demand.
+ */
+static VALUE client_test_fatal_error(VALUE self, VALUE code, VALUE reason) {
+    client_t *c = sluice_client_open(self);
+    return INT2FIX(rd_kafka_test_fatal_error(c->rk, (rd_kafka_resp_err_t)NUM2INT(code), StringValueCStr(reason)));
+}
+
 static VALUE client_name(VALUE self) { return rb_str_new_cstr(rd_kafka_name(sluice_client_open(self)->rk)); }
 
 static void *destroy_nogvl(void *p) {
@@ -309,6 +329,7 @@ void sluice_init_client(void) {
     rb_define_method(sluice_cClient, "oauthbearer_set_token_failure", client_oauthbearer_set_token_failure, 1);
     rb_define_method(sluice_cClient, "fatal_error", client_fatal_error, 0);
     rb_define_method(sluice_cClient, "name", client_name, 0);
+    rb_define_private_method(sluice_cClient, "test_fatal_error", client_test_fatal_error, 2);
     rb_define_method(sluice_cClient, "destroy", client_destroy, 0);
     rb_define_method(sluice_cClient, "closed?", client_closed_p, 0);
     rb_define_method(sluice_cClient, "forked?", client_forked_p, 0);

@@ -57,25 +57,26 @@ client_t *sluice_client_open(VALUE self);
  * The one gate for every GVL-released librdkafka call of a client, in two
  * halves around the caller's cleanup:
  *
- *   ran = sluice_client_blocking(c, fn, &args, ubf, &args);
+ *   sluice_client_blocking(c, fn, &args, ubf, &args);
  *   ...take fn's results into safe hands: keep events, convert and destroy
- *      error objects, drop topic references (nothing here may raise)...
+ *      error objects, drop references (nothing here may raise)...
  *   sluice_client_unblock(c);
  *
  * sluice_client_blocking runs fn(arg) without the GVL, counted in c->busy so
- * #destroy waits until the caller is done with the handle. Unlike
- * rb_thread_call_without_gvl it never raises: an interrupt that arrives before
- * the call means fn does not run (returns 0), one that arrives during it stays
- * pending. sluice_client_unblock ends the count, then raises what is pending.
- * So a Timeout or Thread#raise never skips cleanup, and #close works after any
- * interrupted call.
+ * #destroy waits until the caller is done with the handle. It returns only
+ * once fn ran: an interrupt pending before the call is served first (and
+ * raised, if it is a real one, before anything happened). One that arrives
+ * during the call stays pending until sluice_client_unblock, which ends the
+ * count and then raises it. So a Timeout or Thread#raise never skips cleanup,
+ * #close works after any interrupted call, and a routine interrupt (the
+ * scheduler's timer) never makes a call look as if it ran.
  *
  * A call that must not be cut short passes no unblock function (NULL), never a
  * no-op one: on a lone main thread Ruby starts a helper thread for an unblock
  * function and kills and joins it afterwards, which hangs when the caller
  * masks interrupts (Thread.handle_interrupt), as transactions and close do.
  */
-int sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg);
+void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg);
 void sluice_client_unblock(client_t *c);
 
 /* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending. */

@@ -42,19 +42,12 @@ static void *txn_nogvl(void *p) {
  * call returns (bounded by its timeout).
  */
 static VALUE txn_call(VALUE self, enum txn_op op, int timeout_ms) {
-    for (;;) {
-        client_t *c = sluice_client_open(self);
-        struct txn_args a = {c, op, timeout_ms, NULL};
-        if (sluice_client_blocking(c, txn_nogvl, &a, NULL, NULL)) {
-            VALUE tuple = error_tuple(a.error);
-            sluice_client_unblock(c);
-            return tuple;
-        }
-        /* An interrupt came first and the call did not run: it is raised here,
-         * unless the caller masks it (Thread.handle_interrupt), which lets the
-         * call go ahead and the interrupt arrive after it. */
-        sluice_client_unblock(c);
-    }
+    client_t *c = sluice_client_open(self);
+    struct txn_args a = {c, op, timeout_ms, NULL};
+    sluice_client_blocking(c, txn_nogvl, &a, NULL, NULL);
+    VALUE tuple = error_tuple(a.error);
+    sluice_client_unblock(c);
+    return tuple;
 }
 
 /* Each returns nil or [code, message, fatal, retriable, txn_requires_abort]. */

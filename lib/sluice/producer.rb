@@ -17,7 +17,6 @@ module Sluice
     include Lifecycle
 
     QUEUE_FULL = KafkaError.number_for(:queue_full)
-    FATAL = KafkaError.number_for(:fatal)
     PURGED = KafkaError.number_for(:purge_queue)
     DESTROYED = KafkaError.number_for(:destroy)
     # What a report that never arrived (the handle was orphaned by close) says.
@@ -48,18 +47,9 @@ module Sluice
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
     #   (a fatal error: #fatal? true, with the fatal code)
     def produce_async(message)
-      ensure_open!
-      client = @client
-      handle = client.produce(message)
-      handle = produce_slowly(client, message, handle) unless handle.is_a?(DeliveryHandle)
-      (txn = @transaction) && (txn.first_handle ||= handle)
-      handle
-    rescue Errors::ProducerClosedError => e
-      raise unless client_replaced?(client, e)
-
-      retry
+      enqueue(message)
     rescue Errors::ProduceError => e
-      raise unless reload_after_idempotent_fatal?(client, e, attempt = (attempt || 0) + 1)
+      raise unless reload_after_idempotent_fatal?(e, attempt = (attempt || 0) + 1)
 
       retry
     end
@@ -68,10 +58,9 @@ module Sluice
     # @return [DeliveryReport]
     # @raise [Errors::WaitTimeoutError, Errors::ProduceError] and what #produce_async raises
     def produce_sync(message)
-      client = @client
-      produce_async(message).wait
+      enqueue(message).wait
     rescue Errors::ProduceError => e
-      raise unless reload_after_idempotent_fatal?(client, e, attempt = (attempt || 0) + 1)
+      raise unless reload_after_idempotent_fatal?(e, attempt = (attempt || 0) + 1)
 
       retry
     end
@@ -129,6 +118,20 @@ module Sluice
       raise Errors::ProducerClosedError, "producer #{@id} is closed"
     end
 
+    # The hot path of every produce.
+    def enqueue(message)
+      ensure_open!
+      client = @client
+      handle = client.produce(message)
+      handle = produce_slowly(client, message, handle) unless handle.is_a?(DeliveryHandle)
+      (txn = @transaction) && (txn.first_handle ||= handle)
+      handle
+    rescue Errors::ProducerClosedError => e
+      raise unless client_replaced?(client, e)
+
+      retry
+    end
+
     # What #produce_async does when the native produce did not return a handle:
     # false asks us to resolve partition_key first; an Integer is librdkafka's error.
     def produce_slowly(client, message, result)
@@ -143,10 +146,10 @@ module Sluice
       raise Errors::ProduceError, error_for(client, result)
     end
 
-    # A producer in a fatal state refuses every message with _FATAL: say what
-    # the fatal error is.
+    # A producer in a fatal state refuses every message (with _FATAL, or the
+    # fatal code itself): say which fatal error it is, and that it is fatal.
     def error_for(client, code)
-      fatal = code == FATAL && client.fatal_error
+      fatal = client.fatal_error
       fatal ? KafkaError.new(*fatal, fatal: true) : KafkaError.new(code)
     end
 

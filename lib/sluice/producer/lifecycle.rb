@@ -131,7 +131,7 @@ module Sluice
         deadline = timeout && now + (timeout / 1000.0)
         settle_transaction(deadline, interrupted)
         purged_before = @state.purged
-        unless wait_for_deliveries(deadline && [(deadline - now) * 1000, 0].max)
+        unless wait_for_deliveries(deadline && [((deadline - now) * 1000).ceil, 0].max)
           @client.purge
           wait_for_deliveries(@config.max_wait_timeout)
         end
@@ -174,23 +174,23 @@ module Sluice
 
       # An idempotent (not transactional) producer met a fatal error: rebuild
       # the client and let the caller try again, when configured and within the
-      # attempts.
-      def reload_after_idempotent_fatal?(client, error, attempt)
+      # attempts of that call.
+      def reload_after_idempotent_fatal?(error, attempt)
         return false unless error.fatal? && idempotent? && !transactional? && @config.reload_on_idempotent_fatal_error
         return false if @config.non_reloadable_errors.include?(error.code)
         return false if attempt > @config.max_attempts_on_idempotent_fatal_error
 
-        reload!(client, error.kafka_error, attempt)
+        reload!(error.kafka_error, attempt)
         sleep(@config.wait_backoff_on_idempotent_fatal_error / 1000.0)
         true
       end
 
-      # Destroys the failed client, then builds a new one; its pending handles
-      # resolve with the fatal error. A no-op when another thread already
-      # reloaded that client, or when the producer is closing.
-      def reload!(failed_client, error, attempt)
+      # Destroys the client, fatally broken, then builds a new one; its pending
+      # handles resolve with the fatal error. A no-op when the current client
+      # is sound (another thread reloaded it already) or the producer closes.
+      def reload!(error, attempt)
         @lifecycle.synchronize do
-          return unless failed_client.equal?(@client) && !@closing
+          return if @closing || !@client.fatal_error
 
           disconnect(error)
           @transactions_ready = false

@@ -216,7 +216,7 @@ module Sluice
         return unless @config.reload_on_transaction_fatal_error && !@config.non_reloadable_errors.include?(error.code)
         return if (@transaction_reloads += 1) > @config.max_attempts_on_transaction_fatal_error
 
-        reload!(@client, error, @transaction_reloads)
+        reload!(error, @transaction_reloads)
         sleep(@config.wait_backoff_on_transaction_fatal_error / 1000.0)
       rescue StandardError => e
         @monitor.instrument("error.occurred", producer_id: @id, type: "producer.reload", error: e)
@@ -234,11 +234,11 @@ module Sluice
         raise Errors::TransactionError.new(action.to_s.tr("_", " "), transaction_error(client, tuple)) if tuple
       end
 
-      # A fatal state reports _FATAL: say which fatal error it is.
+      # A client in a fatal state may report _FATAL, or a symptom of it: say
+      # which fatal error it is.
       def transaction_error(client, tuple)
-        error = KafkaError.from_tuple(tuple)
-        fatal = error.code == :fatal && client.fatal_error
-        fatal ? KafkaError.new(*fatal, fatal: true) : error
+        fatal = client.fatal_error
+        fatal ? KafkaError.new(*fatal, fatal: true) : KafkaError.from_tuple(tuple)
       end
     end
   end
