@@ -15,9 +15,28 @@ C
   abort "librdkafka >= 2.0 is required"
 end
 
-have_header("sys/epoll.h") or abort "sluice needs Linux epoll"
-have_header("sys/eventfd.h") or abort "sluice needs Linux eventfd"
+# The selector backends, in order of preference; SLUICE_SELECTOR picks one.
+# The portable ones use POSIX only (a pipe to interrupt a wait), so
+# SLUICE_SELECTOR=poll on Linux builds the code macOS and the BSDs run.
+SELECTORS = {
+  "epoll" => -> { have_header("sys/epoll.h") && have_func("epoll_create1", "sys/epoll.h") },
+  "kqueue" => -> { have_header("sys/event.h") && have_func("kqueue", %w[sys/types.h sys/event.h sys/time.h]) },
+  "poll" => -> { have_header("poll.h") }
+}.freeze
+requested = ENV.fetch("SLUICE_SELECTOR", "")
+abort "SLUICE_SELECTOR=#{requested}: unknown backend (#{SELECTORS.keys.join(", ")})" unless requested.empty? || SELECTORS.key?(requested)
+selector = if requested.empty?
+             SELECTORS.find { |_, available| available.call }&.first
+           elsif SELECTORS.fetch(requested).call
+             requested
+           end
+abort "SLUICE_SELECTOR=#{requested}: not available here" if selector.nil? && !requested.empty?
+abort "no selector backend: this system has neither epoll, kqueue nor poll.h" unless selector
+$defs << "-DSLUICE_SELECTOR_#{selector.upcase}"
+# Ruby's own config.h defines HAVE_SYS_EVENTFD_H on Linux: our own name decides.
+$defs << "-DSLUICE_WAKE_EVENTFD" if selector == "epoll" && have_header("sys/eventfd.h")
 have_func("pipe2", "unistd.h")
+message "sluice: selector backend #{selector}\n"
 
 $CFLAGS << " -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers"
 $CFLAGS << " -Werror" if ENV["SLUICE_WERROR"]
