@@ -11,7 +11,10 @@ Gem::Specification.new do |spec|
   spec.license = "MIT"
   spec.authors = ["sluice authors"]
   spec.required_ruby_version = ">= 3.1"
-  spec.files = Dir["lib/**/*.rb", "ext/**/*.{c,h,rb}", "README.md"]
+  spec.requirements = ["librdkafka >= 2.0 with its headers, found through pkg-config", "a C compiler and make"]
+  # What users get: the Ruby API and the C sources it is built from at install
+  # time, never specs, build outputs or a compiled extension.
+  spec.files = Dir["lib/**/*.rb", "ext/**/*.{c,h}", "ext/**/extconf.rb", "README.md", "LICENSE", "CHANGELOG.md"]
   spec.extensions = ["ext/sluice/extconf.rb"]
   spec.require_paths = ["lib"]
 end

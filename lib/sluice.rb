@@ -23,4 +23,6 @@ require_relative "sluice/producer"
 
 # Kafka producers over librdkafka, with every producer's events polled from one thread.
 module Sluice
+  # The version of the librdkafka library loaded at run time, e.g. "2.0.2".
+  def self.librdkafka_version = Native.librdkafka_version
 end

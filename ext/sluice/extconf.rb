@@ -1,24 +1,68 @@
 # frozen_string_literal: true
 
 require "mkmf"
+require "shellwords"
 
-# Build against the system librdkafka (Debian: librdkafka-dev). pkg-config is the
-# source of truth for flags; the version floor is what the event API we use needs.
-abort "librdkafka not found: install librdkafka-dev and pkg-config (bin/setup does this)" unless pkg_config("rdkafka")
-unless try_compile(<<~C)
-  #include <librdkafka/rdkafka.h>
-  #if RD_KAFKA_VERSION < 0x020000ff
-  #error "librdkafka >= 2.0 required"
-  #endif
-  int main(void) { return 0; }
-C
-  abort "librdkafka >= 2.0 is required"
+# Builds against the system librdkafka (>= 2.0), found through pkg-config.
+#
+#   SLUICE_WERROR=1         compiler warnings are errors (CI)
+#   SLUICE_SELECTOR=NAME    epoll, kqueue or poll (default: the first this system has)
+#   SLUICE_ASAN=1           AddressSanitizer build (bin/asan)
+#   PKG_CONFIG_PATH=DIR     another librdkafka (the directory holding its rdkafka.pc)
+
+def fail_build(message) = abort("sluice: #{message}")
+
+INSTALL_HINT = "install librdkafka >= 2.0 with its headers (Debian/Ubuntu: apt-get install librdkafka-dev; " \
+               "macOS: brew install librdkafka), or set PKG_CONFIG_PATH to the directory holding its rdkafka.pc"
+
+# The selector backends, in order of preference; SLUICE_SELECTOR picks one.
+# The portable ones use POSIX only (a pipe to interrupt a wait), so
+# SLUICE_SELECTOR=poll on Linux builds the code macOS and the BSDs run.
+SELECTORS = {
+  "epoll" => -> { have_header("sys/epoll.h") && have_func("epoll_create1", "sys/epoll.h") },
+  "kqueue" => -> { have_header("sys/event.h") && have_func("kqueue", %w[sys/types.h sys/event.h sys/time.h]) },
+  "poll" => -> { have_header("poll.h") }
+}.freeze
+requested = ENV.fetch("SLUICE_SELECTOR", "")
+fail_build "SLUICE_SELECTOR=#{requested}: unknown backend (#{SELECTORS.keys.join(", ")})" unless requested.empty? || SELECTORS.key?(requested)
+
+pkg_config_command = with_config("pkg-config", RbConfig::CONFIG["PKG_CONFIG"] || "pkg-config")
+unless find_executable(pkg_config_command)
+  fail_build "pkg-config not found: it locates librdkafka. Install it (Debian/Ubuntu: apt-get install pkg-config; " \
+             "macOS: brew install pkg-config)"
 end
 
-have_header("sys/epoll.h") or abort "sluice needs Linux epoll"
-have_header("sys/eventfd.h") or abort "sluice needs Linux eventfd"
-have_func("pipe2", "unistd.h")
+# librdkafka's headers are third-party code: included as system headers, so
+# warnings in them (rdkafka.h of 2.15 has one) never fail a strict build, and
+# our own warnings stay as strict as they are.
+own_incflags = $INCFLAGS.dup
+fail_build "pkg-config knows no librdkafka (rdkafka.pc): #{INSTALL_HINT}" unless pkg_config("rdkafka")
+$INCFLAGS = own_incflags + Shellwords.split($INCFLAGS.delete_prefix(own_incflags)).map do |flag|
+  flag.start_with?("-I") ? " -isystem #{Shellwords.escape(flag.delete_prefix("-I"))}" : " #{Shellwords.escape(flag)}"
+end.join
 
+fail_build "librdkafka/rdkafka.h not found: #{INSTALL_HINT}" unless have_header("librdkafka/rdkafka.h")
+header_version = try_constant("RD_KAFKA_VERSION", "librdkafka/rdkafka.h")
+version = header_version && [24, 16, 8].map { |shift| (header_version >> shift) & 0xff }.join(".")
+unless header_version && header_version >= 0x020000ff
+  fail_build "librdkafka >= 2.0 required, found #{version || "an unknown version"}: #{INSTALL_HINT}"
+end
+message "sluice: librdkafka #{version} headers\n"
+
+selector = if requested.empty?
+             SELECTORS.find { |_, available| available.call }&.first
+           elsif SELECTORS.fetch(requested).call
+             requested
+           end
+fail_build "SLUICE_SELECTOR=#{requested}: not available here" if selector.nil? && !requested.empty?
+fail_build "no selector backend: this system has neither epoll, kqueue nor poll.h" unless selector
+$defs << "-DSLUICE_SELECTOR_#{selector.upcase}"
+# Ruby's own config.h defines HAVE_SYS_EVENTFD_H on Linux: our own name decides.
+$defs << "-DSLUICE_WAKE_EVENTFD" if selector == "epoll" && have_header("sys/eventfd.h")
+have_func("pipe2", "unistd.h")
+message "sluice: selector backend #{selector}\n"
+
+# After the checks: mkmf's probe programs are not warning-free.
 $CFLAGS << " -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers"
 $CFLAGS << " -Werror" if ENV["SLUICE_WERROR"]
 $CFLAGS << " -O0 -g -fsanitize=address -fno-omit-frame-pointer" if ENV["SLUICE_ASAN"]

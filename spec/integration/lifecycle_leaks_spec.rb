@@ -51,9 +51,13 @@ RSpec.describe "Producer create/close cycles", :kafka do
 
   let(:outcome) { scenario_outcome(@scenarios, :cycles) }
 
+  # A leak is growth. Fewer is not a leak: librdkafka may close connections
+  # that were open when the measurement began (with 2.15.0, 17 fds became 15).
   def expect_no_leak(before, after)
-    expect(after.slice("fds", "ruby_threads", "rdk_threads")).to eq(before.slice("fds", "ruby_threads", "rdk_threads"))
-    expect(after["os_threads"]).to be_between(before["os_threads"] - 1, before["os_threads"] + 1) # + Ruby's thread cache
+    %w[fds ruby_threads rdk_threads].each do |what|
+      expect(after[what]).to be <= before[what], "#{what}: #{before[what]} before, #{after[what]} after"
+    end
+    expect(after["os_threads"]).to be <= before["os_threads"] + 1 # + Ruby's thread cache
   end
 
   it "leak no fd, no Ruby thread and no native thread while another producer stays open" do

@@ -1,0 +1,55 @@
+# frozen_string_literal: true
+
+require "open3"
+require "tmpdir"
+
+# ext/sluice/extconf.rb refuses to build with a message that says what is
+# missing and how to get it (a user's first contact with the gem).
+RSpec.describe "ext/sluice/extconf.rb" do
+  extconf = File.expand_path("../../ext/sluice/extconf.rb", __dir__)
+
+  # Runs extconf.rb in a scratch directory: [output, success?]
+  def configure(extconf, *args, env: {})
+    Dir.mktmpdir("sluice-extconf-") do |dir|
+      yield dir if block_given?
+      output, status = Open3.capture2e({ "SLUICE_SELECTOR" => nil }.merge(env), RbConfig.ruby, extconf, *args, chdir: dir)
+      [output, status.success?]
+    end
+  end
+
+  it "says when pkg-config is missing" do
+    output, ok = configure(extconf, "--with-pkg-config=/nonexistent/pkg-config")
+    expect(ok).to be(false)
+    expect(output).to include("sluice: pkg-config not found", "apt-get install pkg-config")
+  end
+
+  it "says when pkg-config knows no librdkafka" do
+    output, ok = configure(extconf, env: { "PKG_CONFIG_PATH" => "/nonexistent", "PKG_CONFIG_LIBDIR" => "/nonexistent" })
+    expect(ok).to be(false)
+    expect(output).to include("sluice: pkg-config knows no librdkafka", "librdkafka-dev", "PKG_CONFIG_PATH")
+  end
+
+  it "refuses librdkafka headers older than 2.0" do
+    output, ok = configure(extconf, env: { "PKG_CONFIG_PATH" => "fake" }) do |dir|
+      FileUtils.mkdir_p(File.join(dir, "fake/include/librdkafka"))
+      File.write(File.join(dir, "fake/include/librdkafka/rdkafka.h"), "#define RD_KAFKA_VERSION 0x010903ff\n")
+      File.write(File.join(dir, "fake/rdkafka.pc"), <<~PC)
+        Name: librdkafka
+        Description: an old librdkafka
+        Version: 1.9.3
+        Cflags: -I#{dir}/fake/include
+        Libs: -lrdkafka
+      PC
+    end
+    expect(ok).to be(false)
+    expect(output).to include("sluice: librdkafka >= 2.0 required, found 1.9.3")
+  end
+
+  it "refuses an unknown or unavailable SLUICE_SELECTOR" do
+    output, ok = configure(extconf, env: { "SLUICE_SELECTOR" => "select" })
+    expect([ok, output]).to match([false, a_string_including("SLUICE_SELECTOR=select: unknown backend (epoll, kqueue, poll)")])
+    unavailable = RUBY_PLATFORM.include?("linux") ? "kqueue" : "epoll"
+    output, ok = configure(extconf, env: { "SLUICE_SELECTOR" => unavailable })
+    expect([ok, output]).to match([false, a_string_including("SLUICE_SELECTOR=#{unavailable}: not available here")])
+  end
+end

@@ -1,0 +1,195 @@
+# frozen_string_literal: true
+
+# The native selector's contract, whichever backend was built (Selector.backend):
+# bin/test runs it on the default backend, .ci/run again on SLUICE_SELECTOR=poll.
+RSpec.describe Sluice::Native::Selector do
+  subject(:selector) { described_class.new }
+
+  let(:pipes) { [] }
+
+  def pipe
+    IO.pipe.tap { |pair| pipes << pair }
+  end
+
+  def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # Ready tokens, sorted, over waits until `expected` were all seen (a backend
+  # may report them in parts) or two seconds passed.
+  def ready_tokens(expected)
+    seen = []
+    deadline = monotonic + 2
+    seen |= selector.wait(100) until (expected - seen).empty? || monotonic > deadline
+    seen.sort
+  end
+
+  after do
+    selector.close
+    pipes.flatten.each { |io| io.close unless io.closed? }
+  end
+
+  it "is the backend this build was made with" do
+    expected = ENV.fetch("SLUICE_SELECTOR", "").empty? ? nil : ENV["SLUICE_SELECTOR"].to_sym
+    expected ||= RUBY_PLATFORM.include?("linux") ? :epoll : :kqueue
+    expect(described_class.backend).to eq(expected)
+  end
+
+  it "returns no token when nothing is ready, after the timeout" do
+    reader, = pipe
+    selector.add(reader.fileno, 1)
+    started = monotonic
+    expect(selector.wait(50)).to eq([])
+    expect(monotonic - started).to be_between(0.04, 2)
+  end
+
+  it "returns the tokens of the ready fds, without reading them (level-triggered)" do
+    readers = Array.new(3) { |i| pipe.first.tap { |r| selector.add(r.fileno, i + 10) } }
+    pipes[0][1].write("x")
+    pipes[2][1].write("y")
+
+    expect(ready_tokens([10, 12])).to eq([10, 12])
+    expect(ready_tokens([10, 12])).to eq([10, 12]) # still ready: the selector read nothing
+    expect(readers[0].read_nonblock(10)).to eq("x")
+    expect(ready_tokens([12])).to eq([12])
+  end
+
+  it "counts registrations, refuses duplicates, and forgets removed fds" do
+    reader, writer = pipe
+    other, = pipe
+    selector.add(reader.fileno, 1)
+    selector.add(other.fileno, 2)
+    expect(selector.count).to eq(2)
+    expect { selector.add(reader.fileno, 3) }.to raise_error(Errno::EEXIST)
+
+    expect(selector.remove(reader.fileno)).to be(true)
+    expect(selector.remove(reader.fileno)).to be(false)
+    expect(selector.count).to eq(1)
+    writer.write("x")
+    expect(selector.wait(50)).to eq([])
+  end
+
+  it "refuses a closed fd and a token outside 0..2**31-1" do
+    reader, = pipe
+    expect { selector.add(reader.fileno, -1) }.to raise_error(RangeError)
+    expect { selector.add(reader.fileno, 2**31) }.to raise_error(RangeError)
+    fd = reader.fileno
+    reader.close
+    expect { selector.add(fd, 1) }.to raise_error(Errno::EBADF)
+    expect(selector.count).to eq(0)
+  end
+
+  it "reports every ready fd among hundreds" do
+    tokens = Array.new(300) { |i| pipe.first.then { |r| selector.add(r.fileno, i) } }
+    pipes.each { |_, w| w.write("x") }
+    expect(ready_tokens(tokens)).to eq(tokens)
+  end
+
+  it "ends a wait when #wakeup is called from another thread, and consumes that wake-up" do
+    waiter = Thread.new { [selector.wait(10_000), monotonic] }
+    sleep 0.1
+    selector.wakeup
+    tokens, woke_at = waiter.value
+    expect(tokens).to eq([])
+    expect(woke_at - monotonic).to be < 1
+    expect(selector.wait(50)).to eq([]) # the wake-up was consumed: this one times out
+  end
+
+  it "returns at once from a wait after an earlier #wakeup" do
+    selector.wakeup
+    selector.wakeup
+    started = monotonic
+    expect(selector.wait(5_000)).to eq([])
+    expect(monotonic - started).to be < 1
+  end
+
+  it "sees an fd added by another thread during a wait (this wait or the caller's next)" do
+    reader, writer = pipe
+    writer.write("x")
+    waiter = Thread.new do
+      seen = []
+      seen = selector.wait(5_000) while seen.empty?
+      [seen, monotonic]
+    end
+    sleep 0.1
+    added_at = monotonic
+    selector.add(reader.fileno, 7)
+    seen, seen_at = waiter.value
+    expect(seen).to eq([7])
+    expect(seen_at - added_at).to be < 1
+  end
+
+  it "is interrupted by Thread#raise and Thread#kill, and still works afterwards" do
+    waiter = Thread.new { selector.wait(10_000) }
+    waiter.report_on_exception = false
+    sleep 0.1
+    started = monotonic
+    waiter.raise(RuntimeError, "stop waiting")
+    expect { waiter.join }.to raise_error(RuntimeError, "stop waiting")
+    killed = Thread.new { selector.wait(10_000) }
+    sleep 0.1
+    killed.kill.join
+    expect(monotonic - started).to be < 2
+
+    reader, writer = pipe
+    selector.add(reader.fileno, 3)
+    writer.write("x")
+    expect(ready_tokens([3])).to eq([3])
+  end
+
+  it "refuses every call but #close once closed; #close is idempotent" do
+    selector.close
+    expect { selector.wait(0) }.to raise_error(IOError)
+    expect { selector.add(0, 1) }.to raise_error(IOError)
+    expect { selector.count }.to raise_error(IOError)
+    expect { selector.close }.not_to raise_error
+  end
+
+  it "releases its fds on #close and when collected without it", if: File.directory?("/proc/self/fd") do
+    fds = -> { Dir.children("/proc/self/fd").size }
+    # libkqueue (kqueue on Linux) releases a closed kqueue's fds from a thread of its own, a little later
+    fds_settled = lambda do |limit|
+      deadline = monotonic + 2
+      sleep 0.05 until fds.call <= limit || monotonic > deadline
+      fds.call
+    end
+    before = fds.call
+    described_class.new.close
+    expect(fds_settled.call(before)).to eq(before)
+    Array.new(20) { described_class.new }
+    GC.start
+    expect(fds_settled.call(before)).to be <= before
+  end
+
+  it "creates only close-on-exec, non-blocking fds", if: File.directory?("/proc/self/fdinfo") do
+    open_fds = -> { Dir.children("/proc/self/fd").select { |fd| File.exist?("/proc/self/fdinfo/#{fd}") } } # not the listing's own
+    before = open_fds.call
+    other = described_class.new
+    created = open_fds.call - before
+    flags = created.to_h { |fd| [fd, File.read("/proc/self/fdinfo/#{fd}")[/^flags:\s*(\d+)/, 1].to_i(8)] }
+    expect(created).not_to be_empty
+    expect(flags.values).to all(satisfy { |f| f.allbits?(0o2000000) }) # O_CLOEXEC
+    # A kqueue fd is never read or written, and macOS refuses O_NONBLOCK on it.
+    expect(flags.values).to all(satisfy { |f| f.allbits?(File::NONBLOCK) }) unless described_class.backend == :kqueue
+  ensure
+    other&.close
+  end
+
+  it "lets a forked child close its copy without touching the parent's registrations" do
+    reader, writer = pipe
+    selector.add(reader.fileno, 5)
+    pid = fork do
+      codes = []
+      codes << (begin
+        selector.wait(0)
+      rescue Sluice::Errors::ForkedProcessError
+        1
+      end)
+      selector.close
+      exit!(codes == [1] ? 0 : 1)
+    end
+    _, status = Process.wait2(pid)
+    expect(status.exitstatus).to eq(0)
+    writer.write("x")
+    expect(ready_tokens([5])).to eq([5])
+    expect(selector.count).to eq(1)
+  end
+end
