@@ -7,8 +7,10 @@ require_relative "sluice/sluice_ext"
 require_relative "sluice/kafka_error"
 require_relative "sluice/blocking"
 require_relative "sluice/shutdown"
+require_relative "sluice/client_config"
 require_relative "sluice/config"
 require_relative "sluice/monitor"
+require_relative "sluice/message"
 require_relative "sluice/delivery_report"
 require_relative "sluice/delivery_handle"
 require_relative "sluice/delivery_notifier"
@@ -20,8 +22,13 @@ require_relative "sluice/producer/partitioner"
 require_relative "sluice/producer/transactions"
 require_relative "sluice/producer/lifecycle"
 require_relative "sluice/producer"
+require_relative "sluice/consumer/config"
+require_relative "sluice/consumer/rebalancer"
+require_relative "sluice/consumer/inbox"
+require_relative "sluice/consumer/lifecycle"
+require_relative "sluice/consumer"
 
-# Kafka producers over librdkafka, with every producer's events polled from one thread.
+# Kafka producers and consumers over librdkafka, with every client's events polled from one thread.
 module Sluice
   # The version of the librdkafka library loaded at run time, e.g. "2.0.2".
   def self.librdkafka_version = Native.librdkafka_version

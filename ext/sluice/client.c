@@ -24,6 +24,7 @@ VALUE sluice_cClient;
 
 static void client_mark(void *p) {
     client_t *c = p;
+    rb_gc_mark_movable(c->topic_names);
     rb_gc_mark_movable(c->inflight);
     rb_gc_mark_movable(c->handle_class);
     rb_gc_mark_movable(c->notifier);
@@ -31,6 +32,7 @@ static void client_mark(void *p) {
 
 static void client_compact(void *p) {
     client_t *c = p;
+    c->topic_names = rb_gc_location(c->topic_names);
     c->inflight = rb_gc_location(c->inflight);
     c->handle_class = rb_gc_location(c->handle_class);
     c->notifier = rb_gc_location(c->notifier);
@@ -39,18 +41,28 @@ static void client_compact(void *p) {
 static void close_pipe(client_t *c) {
     if (c->wake_r >= 0) close(c->wake_r);
     if (c->wake_w >= 0) close(c->wake_w);
-    c->wake_r = c->wake_w = -1;
+    if (c->cwake_r >= 0) close(c->cwake_r);
+    if (c->cwake_w >= 0) close(c->cwake_w);
+    c->wake_r = c->wake_w = c->cwake_r = c->cwake_w = -1;
 }
 
 /* Releases every native resource; runs without the GVL. */
 static void release_native(client_t *c) {
     if (c->pending) rd_kafka_event_destroy(c->pending);
     c->pending = NULL;
+    if (c->relay) sluice_relay_close(c->relay);
     sluice_topics_release(c);
     /* librdkafka must never write to a closed (possibly reused) fd number. */
     if (c->wake_w >= 0) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
+    if (c->cqueue) sluice_consumer_release(c);
+    /* Back from the background queue, whose thread rd_kafka_destroy stops
+     * first: events relayed later would wait there, holding what they refer
+     * to (brokers among them), and rd_kafka_destroy would wait for those. */
+    if (c->relay) rd_kafka_queue_forward(c->queue, NULL);
     rd_kafka_queue_destroy(c->queue);
     rd_kafka_destroy(c->rk);
+    if (c->relay) sluice_relay_free(c->relay);
+    c->relay = NULL;
     close_pipe(c);
     c->queue = NULL;
     c->rk = NULL;
@@ -66,6 +78,7 @@ static void client_free(void *p) {
     client_t *c = p;
     xfree(c->free_slots);
     if (!c->rk) {
+        if (c->relay) sluice_relay_free(c->relay); /* creating the handle failed */
         xfree(c);
         return;
     }
@@ -110,8 +123,8 @@ static const rb_data_type_t client_type = {
 static VALUE client_alloc(VALUE klass) {
     client_t *c;
     VALUE self = TypedData_Make_Struct(klass, client_t, &client_type, c);
-    c->wake_r = c->wake_w = -1;
-    c->inflight = c->handle_class = c->notifier = Qnil;
+    c->wake_r = c->wake_w = c->cwake_r = c->cwake_w = -1;
+    c->inflight = c->handle_class = c->notifier = c->topic_names = Qnil;
     c->pid = sluice_current_pid;
     return self;
 }
@@ -128,7 +141,7 @@ client_t *sluice_client_open(VALUE self) {
     if (sluice_forked(c->pid))
         rb_raise(sluice_eForked, "this %s was created in process %d and cannot be used in forked process %d; "
                  "create a new %s in the child", kind, (int)c->pid, (int)sluice_current_pid, kind);
-    if (c->closed || !c->rk) rb_raise(sluice_eProducerClosed, "%s is closed", kind);
+    if (c->closed || !c->rk) rb_raise(c->kind == RD_KAFKA_CONSUMER ? sluice_eConsumerClosed : sluice_eProducerClosed, "%s is closed", kind);
     return c;
 }
 
@@ -156,7 +169,10 @@ void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unbl
          * did anything. Either way the handle may be gone afterwards. */
         __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
         sluice_raise_pending_interrupts();
-        if (c->closed || !c->rk) rb_raise(sluice_eProducerClosed, "%s is closed", c->kind == RD_KAFKA_CONSUMER ? "consumer" : "producer");
+        if (c->closed || !c->rk) {
+            if (c->kind == RD_KAFKA_CONSUMER) rb_raise(sluice_eConsumerClosed, "consumer is closed");
+            rb_raise(sluice_eProducerClosed, "producer is closed");
+        }
     }
 }
 
@@ -173,26 +189,7 @@ const char *sluice_cstr_at(VALUE ary, long i) {
 
 VALUE sluice_str_or_nil(const char *s) { return s ? rb_str_new_cstr(s) : Qnil; }
 
-static partitioner_fn partitioner_named(const char *name) {
-    static const struct { const char *name; partitioner_fn fn; } table[] = {
-        {"consistent", rd_kafka_msg_partitioner_consistent},
-        {"consistent_random", rd_kafka_msg_partitioner_consistent_random},
-        {"murmur2", rd_kafka_msg_partitioner_murmur2},
-        {"murmur2_random", rd_kafka_msg_partitioner_murmur2_random},
-        {"fnv1a", rd_kafka_msg_partitioner_fnv1a},
-        {"fnv1a_random", rd_kafka_msg_partitioner_fnv1a_random},
-    };
-    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-        if (!strcmp(table[i].name, name)) return table[i].fn;
-    return NULL; /* "random": no key-based choice, librdkafka picks */
-}
-
-/*
- * Producer.new([[name, value], ...]) — librdkafka properties as Strings.
- * Raises ConfigurationInvalidError with librdkafka's own message.
- */
-static VALUE producer_initialize(VALUE self, VALUE pairs) {
-    client_t *c = sluice_client_get(self);
+rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const char *, const char *), client_t *c) {
     char errstr[512];
     Check_Type(pairs, T_ARRAY);
     long n = RARRAY_LEN(pairs);
@@ -205,7 +202,6 @@ static VALUE producer_initialize(VALUE self, VALUE pairs) {
         sluice_cstr_at(pair, 1);
     }
     if (c->rk) rb_raise(rb_eRuntimeError, "client already initialized");
-    c->partitioner = rd_kafka_msg_partitioner_consistent_random;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     for (long i = 0; i < n; i++) {
         VALUE pair = rb_ary_entry(pairs, i);
@@ -214,23 +210,66 @@ static VALUE producer_initialize(VALUE self, VALUE pairs) {
             rd_kafka_conf_destroy(conf);
             rb_raise(sluice_eConfigurationInvalid, "%s", errstr);
         }
-        if (!strcmp(name, "partitioner")) c->partitioner = partitioner_named(value);
+        if (each) each(c, name, value);
     }
     rd_kafka_conf_set(conf, "log.queue", "true", NULL, 0);
-    rd_kafka_conf_set_events(conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR | RD_KAFKA_EVENT_STATS |
-                                       RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    return conf;
+}
+
+#define WRONG_KIND " property and will be ignored by this "
+
+/*
+ * librdkafka accepts a property of the other client kind and only logs that it
+ * ignores it (CONFWARN). Right after rd_kafka_new those warnings are on the
+ * log queue (or in a consumer's relay): found there, so the caller can refuse
+ * them. Returns a Ruby Array of their texts.
+ */
+static VALUE wrong_kind_properties(client_t *c, rd_kafka_t *rk) {
+    if (c->relay) { /* logs go through the relay's log callback */
+        char text[2048];
+        VALUE found = rb_ary_new();
+        if (sluice_relay_find_logs(c->relay, "CONFWARN", WRONG_KIND, text, sizeof(text))) rb_ary_push(found, rb_str_new_cstr(text));
+        return found;
+    }
+    VALUE found = rb_ary_new();
+    rd_kafka_queue_t *logs = rd_kafka_queue_new(rk);
+    rd_kafka_set_log_queue(rk, logs);
+    rd_kafka_event_t *ev;
+    while ((ev = rd_kafka_queue_poll(logs, 0))) {
+        const char *fac = NULL, *str = NULL;
+        int level = 0;
+        if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_LOG && !rd_kafka_event_log(ev, &fac, &str, &level) && fac && str &&
+            !strcmp(fac, "CONFWARN") && strstr(str, WRONG_KIND))
+            rb_ary_push(found, rb_str_new_cstr(str));
+        rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_set_log_queue(rk, NULL); /* logs become events on the main queue, never a librdkafka thread callback */
+    rd_kafka_queue_destroy(logs);
+    return found;
+}
+
+static void *destroy_handle_nogvl(void *rk) {
+    rd_kafka_destroy(rk);
+    return NULL;
+}
+
+void sluice_client_start(VALUE self, client_t *c, rd_kafka_type_t kind, rd_kafka_conf_t *conf, int events, int strict) {
+    char errstr[512];
+    rd_kafka_conf_set_events(conf, events);
+    rd_kafka_t *rk = rd_kafka_new(kind, conf, errstr, sizeof(errstr));
     if (!rk) {
         rd_kafka_conf_destroy(conf); /* not taken over on failure */
         rb_raise(sluice_eConfigurationInvalid, "%s", errstr);
     }
+    VALUE refused = wrong_kind_properties(c, rk);
+    if (strict && RARRAY_LEN(refused) > 0) {
+        rb_thread_call_without_gvl(destroy_handle_nogvl, rk, NULL, NULL); /* nothing is connected yet: quick */
+        rb_raise(sluice_eConfigurationInvalid, "%" PRIsVALUE, rb_ary_join(refused, rb_str_new_cstr("; ")));
+    }
     c->rk = rk;
-    c->kind = RD_KAFKA_PRODUCER;
+    c->kind = kind;
     c->queue = rd_kafka_queue_get_main(rk);
-    rd_kafka_set_log_queue(rk, NULL); /* logs become events on the main queue, never a librdkafka thread callback */
     c->pid = sluice_current_pid;
-    RB_OBJ_WRITE(self, &c->inflight, rb_ary_new());
-    return self;
 }
 
 /* #oauthbearer_set_token(token, lifetime_ms, principal, extensions) -> nil or [code, message] */
@@ -337,7 +376,7 @@ void sluice_init_client(void) {
     sluice_init_admin(sluice_cClient);
 
     VALUE cProducer = rb_define_class_under(sluice_mNative, "Producer", sluice_cClient);
-    rb_define_method(cProducer, "initialize", producer_initialize, 1);
     sluice_init_produce(cProducer);
     sluice_init_transactions(cProducer);
+    sluice_init_consumer(rb_define_class_under(sluice_mNative, "Consumer", sluice_cClient));
 }

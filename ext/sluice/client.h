@@ -10,6 +10,9 @@
  *   produce.c       message validation, topic handles, in-flight table, produce/flush/purge
  *   transactions.c  the transactional API
  *   admin.c         metadata (partition counts) and topic creation
+ *   consumer.c      Sluice::Native::Consumer: subscriptions, rebalances, closing
+ *   consume.c       the consumer queue: messages, offsets, positions
+ *   relay.c         a consumer's main-queue events, relayed so serving them is no "poll"
  */
 #ifndef SLUICE_CLIENT_H
 #define SLUICE_CLIENT_H
@@ -23,6 +26,15 @@ typedef struct {
     size_t len;
     rd_kafka_topic_t *rkt;
 } topic_entry_t;
+
+/* relay.c: a consumer's main-queue events, handed over by librdkafka's background thread. */
+typedef struct relay relay_t;
+/* An event, or a log line (event NULL; fac and line malloc'd). */
+typedef struct {
+    rd_kafka_event_t *event;
+    int level;
+    char *fac, *line;
+} relay_item_t;
 
 typedef int32_t (*partitioner_fn)(const rd_kafka_topic_t *, const void *, size_t, int32_t, void *, void *);
 
@@ -45,6 +57,13 @@ typedef struct {
     VALUE notifier;            /* given to every handle: wakes its waiters */
     topic_entry_t topics[TOPIC_CACHE_MAX]; /* topic handles, so produce skips librdkafka's by-name lookup */
     int topic_count;
+    /* consumers only (consumer.c) */
+    relay_t *relay;            /* where the main queue's events come from (drain.c takes them there) */
+    rd_kafka_queue_t *cqueue;  /* the consumer queue: messages, rebalances, consumer errors */
+    int cwake_r, cwake_w;      /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
+    int cexhausted;            /* the last #consume stopped with events left */
+    int rebalance_due;         /* a rebalance went to Ruby and was not answered yet (#assign/#unassign) */
+    VALUE topic_names;         /* frozen topic names, shared by every message of the topic */
 } client_t;
 
 extern VALUE sluice_cClient;
@@ -82,6 +101,19 @@ void sluice_client_unblock(client_t *c);
 /* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending. */
 static inline void sluice_raise_pending_interrupts(void) { rb_thread_check_ints(); }
 
+/*
+ * A librdkafka configuration from [[name, value], ...] (Strings), log.queue on.
+ * Raises ConfigurationInvalidError with librdkafka's message; nothing leaks.
+ * `each` (optional) sees every pair that was accepted.
+ */
+rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const char *, const char *), client_t *c);
+/*
+ * Creates the handle (takes over conf) with the event API for `events`, and
+ * its main queue. `strict`: a property of the other client kind (which
+ * librdkafka would only log as ignored) raises ConfigurationInvalidError.
+ */
+void sluice_client_start(VALUE self, client_t *c, rd_kafka_type_t kind, rd_kafka_conf_t *conf, int events, int strict);
+
 /* The C string at ary[i], which must be a String without NUL bytes. */
 const char *sluice_cstr_at(VALUE ary, long i);
 VALUE sluice_str_or_nil(const char *s);
@@ -90,9 +122,34 @@ VALUE sluice_str_or_nil(const char *s);
 VALUE sluice_inflight_release(client_t *c, long slot);
 void sluice_topics_release(client_t *c);
 
+/* An rd_kafka_error_t (destroyed) -> nil or [code, message, fatal, retriable, txn_requires_abort] */
+VALUE sluice_error_tuple(rd_kafka_error_t *error);
+
+/* consumer.c, for consume.c and transactions.c */
+client_t *sluice_consumer_open(VALUE self);
+/* Releases what a consumer holds besides the handle (release_native, no GVL). */
+void sluice_consumer_release(client_t *c);
+rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary);
+VALUE sluice_partitions_to_ary(const rd_kafka_topic_partition_list_t *list);
+
+relay_t *sluice_relay_attach(rd_kafka_conf_t *conf);
+void sluice_relay_start(relay_t *r, rd_kafka_t *rk, rd_kafka_queue_t *main_queue);
+/* Takes the oldest item into *out (the caller frees it with sluice_relay_item_free); false when empty. */
+int sluice_relay_pop(relay_t *r, relay_item_t *out);
+void sluice_relay_item_free(relay_item_t *item);
+size_t sluice_relay_length(relay_t *r);
+void sluice_relay_set_pipe(relay_t *r, int wake_w);
+/* Copies the lines of the log records queued so far from facility fac that
+ * contain needle into buf ("; "-separated, truncated to size); how many matched. */
+size_t sluice_relay_find_logs(relay_t *r, const char *fac, const char *needle, char *buf, size_t size);
+void sluice_relay_close(relay_t *r);
+void sluice_relay_free(relay_t *r);
+
 void sluice_init_drain(VALUE klass);
 void sluice_init_admin(VALUE klass);
 void sluice_init_produce(VALUE klass);
 void sluice_init_transactions(VALUE klass);
+void sluice_init_consumer(VALUE klass);
+void sluice_init_consume(VALUE klass);
 
 #endif

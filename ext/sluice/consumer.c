@@ -1,195 +1,257 @@
 /*
- * Sluice::Native::Consumer — a minimal assign-and-read consumer.
+ * Sluice::Native::Consumer — a high-level (consumer group) librdkafka handle:
+ * creation, subscriptions, the answers to rebalances, and closing.
  *
- * Internal: the specs and benchmarks read back what they produced with it. It
- * is not a public consumer API (no groups, no commits, no rebalances).
+ * Two queues: the main queue (errors, statistics, OAuth refresh, logs, offset
+ * commit results) is drained like a producer's, by the poller; the consumer
+ * queue (messages, rebalances, consumer errors) by the application's thread
+ * or fiber (consume.c), which waits on its own wake-up pipe through Ruby's IO.
+ *
+ * Rebalances arrive as events on the consumer queue (no rebalance callback:
+ * no librdkafka -> Ruby call). Ruby handles each in its own frame and answers
+ * it with #assign or #unassign here.
  */
-#include "sluice.h"
+#include "client.h"
 
-#include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-typedef struct {
-    rd_kafka_t *rk;
-    pid_t pid;
-} consumer_t;
-
-static void consumer_destroy_handle(consumer_t *c) {
-    if (c->rk && !sluice_forked(c->pid)) {
-        rd_kafka_consumer_close(c->rk);
-        rd_kafka_destroy(c->rk);
-    }
-    c->rk = NULL;
-}
-
-static void *consumer_destroy_nogvl(void *p) {
-    consumer_destroy_handle(p);
-    return NULL;
-}
-
-static void *consumer_release_in_background(void *p) {
-    consumer_destroy_handle(p);
-    free(p);
-    return NULL;
-}
-
-static void consumer_free(void *p) {
-    consumer_t *c = p;
-    /* Collected without #close: closing can wait on the broker, which must never
-     * happen inside GC with the GVL held — a detached thread does it. */
-    consumer_t *copy = c->rk && !sluice_forked(c->pid) ? malloc(sizeof(*copy)) : NULL;
-    if (copy) {
-        pthread_t thr;
-        pthread_attr_t attr;
-        *copy = *c;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&thr, &attr, consumer_release_in_background, copy)) consumer_release_in_background(copy);
-        pthread_attr_destroy(&attr);
-        c->rk = NULL;
-    }
-    xfree(c);
-}
-
-static size_t consumer_memsize(const void *p) { return sizeof(consumer_t); }
-
-static const rb_data_type_t consumer_type = {
-    .wrap_struct_name = "Sluice::Native::Consumer",
-    .function = {.dfree = consumer_free, .dsize = consumer_memsize},
-    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
-};
-
-static VALUE consumer_alloc(VALUE klass) {
-    consumer_t *c;
-    VALUE self = TypedData_Make_Struct(klass, consumer_t, &consumer_type, c);
-    c->pid = sluice_current_pid;
-    return self;
-}
-
-static consumer_t *consumer_open(VALUE self) {
-    consumer_t *c;
-    TypedData_Get_Struct(self, consumer_t, &consumer_type, c);
-    if (!c->rk || sluice_forked(c->pid)) rb_raise(rb_eIOError, "consumer is closed");
+/* The struct of a usable consumer; raises for a closed one or one inherited through fork. */
+client_t *sluice_consumer_open(VALUE self) {
+    client_t *c = sluice_client_open(self);
+    if (!c->cqueue) rb_raise(rb_eTypeError, "not a consumer");
     return c;
 }
 
-/* Consumer.new([[name, value], ...]) */
-static VALUE consumer_initialize(VALUE self, VALUE pairs) {
-    consumer_t *c;
-    TypedData_Get_Struct(self, consumer_t, &consumer_type, c);
-    char errstr[512];
-    Check_Type(pairs, T_ARRAY);
-    for (long i = 0; i < RARRAY_LEN(pairs); i++) {
-        VALUE pair = rb_ary_entry(pairs, i);
-        Check_Type(pair, T_ARRAY);
-        VALUE k = rb_ary_entry(pair, 0), v = rb_ary_entry(pair, 1);
-        StringValueCStr(k);
-        StringValueCStr(v);
-    }
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    for (long i = 0; i < RARRAY_LEN(pairs); i++) {
-        VALUE pair = rb_ary_entry(pairs, i);
-        VALUE k = rb_ary_entry(pair, 0), v = rb_ary_entry(pair, 1);
-        if (rd_kafka_conf_set(conf, StringValueCStr(k), StringValueCStr(v), errstr, sizeof(errstr))) {
-            rd_kafka_conf_destroy(conf);
-            rb_raise(sluice_eConfigurationInvalid, "%s", errstr);
-        }
-    }
-    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-    if (!c->rk) {
-        rd_kafka_conf_destroy(conf);
-        rb_raise(sluice_eConfigurationInvalid, "%s", errstr);
-    }
-    rd_kafka_poll_set_consumer(c->rk);
-    return self;
-}
-
-/* #assign([[topic, partition, offset], ...]) — offset -2 is the beginning */
-static VALUE consumer_assign(VALUE self, VALUE assignments) {
-    consumer_t *c = consumer_open(self);
-    Check_Type(assignments, T_ARRAY);
-    for (long i = 0; i < RARRAY_LEN(assignments); i++) {
-        VALUE a = rb_ary_entry(assignments, i), topic = rb_ary_entry(a, 0);
-        StringValueCStr(topic);
-        NUM2INT(rb_ary_entry(a, 1));
-        NUM2LL(rb_ary_entry(a, 2));
-    }
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)RARRAY_LEN(assignments));
-    for (long i = 0; i < RARRAY_LEN(assignments); i++) {
-        VALUE a = rb_ary_entry(assignments, i), topic = rb_ary_entry(a, 0);
-        rd_kafka_topic_partition_list_add(list, StringValueCStr(topic), NUM2INT(rb_ary_entry(a, 1)))->offset =
-            NUM2LL(rb_ary_entry(a, 2));
-    }
-    rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, list);
-    rd_kafka_topic_partition_list_destroy(list);
-    if (err) rb_raise(rb_eRuntimeError, "assign failed: %s", rd_kafka_err2str(err));
-    return Qnil;
-}
-
-struct poll_args {
-    consumer_t *c;
-    int timeout_ms;
-    volatile int interrupted;
-    rd_kafka_message_t *msg;
-};
-
-static void *poll_nogvl(void *p) {
-    struct poll_args *a = p;
-    double deadline = sluice_now_ms() + a->timeout_ms;
-    do {
-        double left = deadline - sluice_now_ms();
-        a->msg = rd_kafka_consumer_poll(a->c->rk, left > 100 ? 100 : (left > 0 ? (int)left : 0));
-    } while (!a->msg && !a->interrupted && sluice_now_ms() < deadline);
-    return NULL;
-}
-
-static void poll_ubf(void *p) { ((struct poll_args *)p)->interrupted = 1; }
-
-static VALUE bytes_or_nil(const void *p, size_t len) { return p ? rb_str_new(p, (long)len) : Qnil; }
-
 /*
- * #poll(timeout_ms) -> nil or
- *   [topic, partition, offset, key, payload, [[header, value], ...], timestamp_ms, error_code]
+ * [[topic, partition], ...] or [[topic, partition, offset], ...] -> a new list.
+ * Checks every entry first: nothing native is allocated before that, so a bad
+ * entry raises without leaking.
  */
-static VALUE consumer_poll(VALUE self, VALUE timeout) {
-    consumer_t *c = consumer_open(self);
-    struct poll_args a = {c, NUM2INT(timeout), 0, NULL};
-    rb_thread_call_without_gvl(poll_nogvl, &a, poll_ubf, &a);
-    if (!a.msg) {
-        if (a.interrupted) rb_thread_check_ints();
-        return Qnil;
+rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary) {
+    Check_Type(ary, T_ARRAY);
+    long n = RARRAY_LEN(ary);
+    for (long i = 0; i < n; i++) {
+        VALUE e = rb_ary_entry(ary, i);
+        Check_Type(e, T_ARRAY);
+        if (RARRAY_LEN(e) < 2) rb_raise(rb_eArgError, "partitions are [topic, partition(, offset)]");
+        sluice_cstr_at(e, 0);
+        NUM2INT(rb_ary_entry(e, 1));
+        if (RARRAY_LEN(e) > 2) NUM2LL(rb_ary_entry(e, 2));
     }
-    rd_kafka_message_t *m = a.msg;
-    VALUE headers = rb_ary_new();
-    rd_kafka_headers_t *hdrs = NULL;
-    if (!m->err && !rd_kafka_message_headers(m, &hdrs)) {
-        const char *name;
-        const void *val;
-        size_t size;
-        for (size_t i = 0; !rd_kafka_header_get_all(hdrs, i, &name, &val, &size); i++)
-            rb_ary_push(headers, rb_ary_new_from_args(2, rb_str_new_cstr(name), bytes_or_nil(val, size)));
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)(n > 0 ? n : 1));
+    for (long i = 0; i < n; i++) {
+        VALUE e = rb_ary_entry(ary, i);
+        rd_kafka_topic_partition_t *tp =
+            rd_kafka_topic_partition_list_add(list, sluice_cstr_at(e, 0), NUM2INT(rb_ary_entry(e, 1)));
+        if (RARRAY_LEN(e) > 2) tp->offset = NUM2LL(rb_ary_entry(e, 2));
     }
-    VALUE out = rb_ary_new_from_args(8, m->rkt ? rb_str_new_cstr(rd_kafka_topic_name(m->rkt)) : Qnil,
-                                     INT2FIX(m->partition), LL2NUM(m->offset), bytes_or_nil(m->key, m->key_len),
-                                     bytes_or_nil(m->payload, m->len), headers, LL2NUM(rd_kafka_message_timestamp(m, NULL)),
-                                     INT2FIX(m->err));
-    rd_kafka_message_destroy(m);
+    return list;
+}
+
+/* A list -> [[topic, partition, offset, error_code], ...] */
+VALUE sluice_partitions_to_ary(const rd_kafka_topic_partition_list_t *list) {
+    VALUE out = rb_ary_new_capa(list ? list->cnt : 0);
+    for (int i = 0; list && i < list->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &list->elems[i];
+        rb_ary_push(out, rb_ary_new_from_args(4, rb_str_new_cstr(tp->topic), INT2FIX(tp->partition), LL2NUM(tp->offset),
+                                              INT2FIX(tp->err)));
+    }
     return out;
 }
 
-static VALUE consumer_close(VALUE self) {
-    consumer_t *c;
-    TypedData_Get_Struct(self, consumer_t, &consumer_type, c);
-    if (c->rk) rb_thread_call_without_gvl(consumer_destroy_nogvl, c, RUBY_UBF_IO, NULL);
-    return Qnil;
+VALUE sluice_error_tuple(rd_kafka_error_t *error) {
+    if (!error) return Qnil;
+    VALUE out = rb_ary_new_from_args(5, INT2FIX(rd_kafka_error_code(error)), rb_str_new_cstr(rd_kafka_error_string(error)),
+                                     rd_kafka_error_is_fatal(error) ? Qtrue : Qfalse,
+                                     rd_kafka_error_is_retriable(error) ? Qtrue : Qfalse,
+                                     rd_kafka_error_txn_requires_abort(error) ? Qtrue : Qfalse);
+    rd_kafka_error_destroy(error);
+    return out;
 }
 
-void sluice_init_consumer(void) {
-    VALUE cConsumer = rb_define_class_under(sluice_mNative, "Consumer", rb_cObject);
-    rb_define_alloc_func(cConsumer, consumer_alloc);
-    rb_define_method(cConsumer, "initialize", consumer_initialize, 1);
-    rb_define_method(cConsumer, "assign", consumer_assign, 1);
-    rb_define_method(cConsumer, "poll", consumer_poll, 1);
-    rb_define_method(cConsumer, "close", consumer_close, 0);
+static VALUE err_or_nil(rd_kafka_resp_err_t err) { return err ? INT2FIX(err) : Qnil; }
+
+/*
+ * Consumer.new([[name, value], ...]) — librdkafka consumer properties.
+ * Raises ConfigurationInvalidError with librdkafka's message, and for a
+ * producer property (which librdkafka would silently ignore).
+ */
+static VALUE consumer_initialize(VALUE self, VALUE pairs) {
+    client_t *c = sluice_client_get(self);
+    int fds[2];
+    rd_kafka_conf_t *conf = sluice_conf_new(pairs, NULL, c);
+    c->relay = sluice_relay_attach(conf); /* owned by the struct from here: freed whatever happens next */
+    if (!c->relay) {
+        rd_kafka_conf_destroy(conf);
+        rb_raise(rb_eNoMemError, "cannot allocate the consumer's relay");
+    }
+    sluice_client_start(self, c, RD_KAFKA_CONSUMER, conf,
+                        /* LOG too: the background thread relays only the kinds enabled here */
+                        RD_KAFKA_EVENT_REBALANCE | RD_KAFKA_EVENT_OFFSET_COMMIT | RD_KAFKA_EVENT_ERROR |
+                            RD_KAFKA_EVENT_STATS | RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH | RD_KAFKA_EVENT_LOG,
+                        1);
+    c->cqueue = rd_kafka_queue_get_consumer(c->rk);
+    RB_OBJ_WRITE(self, &c->topic_names, rb_ary_new());
+    /* From now on the struct owns the handle: a raise leaves it to #destroy or GC. */
+    if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
+    c->cwake_r = fds[0];
+    c->cwake_w = fds[1];
+    rd_kafka_queue_io_event_enable(c->cqueue, c->cwake_w, "1", 1);
+    if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
+    c->wake_r = fds[0];
+    c->wake_w = fds[1];
+    sluice_relay_set_pipe(c->relay, c->wake_w);
+    sluice_relay_start(c->relay, c->rk, c->queue);
+    return self;
+}
+
+/* #subscribe([topic, ...]) -> nil or error code */
+static VALUE consumer_subscribe(VALUE self, VALUE topics) {
+    client_t *c = sluice_consumer_open(self);
+    Check_Type(topics, T_ARRAY);
+    for (long i = 0; i < RARRAY_LEN(topics); i++) sluice_cstr_at(topics, i);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)RARRAY_LEN(topics));
+    for (long i = 0; i < RARRAY_LEN(topics); i++)
+        rd_kafka_topic_partition_list_add(list, sluice_cstr_at(topics, i), RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    return err_or_nil(err);
+}
+
+static VALUE consumer_unsubscribe(VALUE self) { return err_or_nil(rd_kafka_unsubscribe(sluice_consumer_open(self)->rk)); }
+
+/* #subscription -> [topic, ...] */
+static VALUE consumer_subscription(VALUE self) {
+    client_t *c = sluice_consumer_open(self);
+    rd_kafka_topic_partition_list_t *list = NULL;
+    VALUE out = rb_ary_new();
+    if (rd_kafka_subscription(c->rk, &list) || !list) return out;
+    for (int i = 0; i < list->cnt; i++) rb_ary_push(out, rb_str_new_cstr(list->elems[i].topic));
+    rd_kafka_topic_partition_list_destroy(list);
+    return out;
+}
+
+/* #assignment -> [[topic, partition, offset, err], ...] */
+static VALUE consumer_assignment(VALUE self) {
+    client_t *c = sluice_consumer_open(self);
+    rd_kafka_topic_partition_list_t *list = NULL;
+    if (rd_kafka_assignment(c->rk, &list) || !list) return rb_ary_new();
+    VALUE out = sluice_partitions_to_ary(list);
+    rd_kafka_topic_partition_list_destroy(list);
+    return out;
+}
+
+/* #rebalance_protocol -> "EAGER", "COOPERATIVE" or "NONE" (no assignment yet) */
+static VALUE consumer_rebalance_protocol(VALUE self) {
+    const char *protocol = rd_kafka_rebalance_protocol(sluice_consumer_open(self)->rk);
+    return rb_str_new_cstr(protocol ? protocol : "NONE");
+}
+
+static VALUE consumer_assignment_lost_p(VALUE self) {
+    return rd_kafka_assignment_lost(sluice_consumer_open(self)->rk) ? Qtrue : Qfalse;
+}
+
+/*
+ * #assign(partitions or nil, incremental) -> nil or [code, message, ...]
+ * The answer to a rebalance that assigned partitions (incremental for the
+ * cooperative protocol), or a manual assignment (with offsets). nil with
+ * incremental false drops the whole assignment.
+ */
+static VALUE consumer_assign(VALUE self, VALUE partitions, VALUE incremental) {
+    client_t *c = sluice_consumer_open(self);
+    rd_kafka_topic_partition_list_t *list = NIL_P(partitions) ? NULL : sluice_partitions_from(partitions);
+    VALUE out;
+    c->rebalance_due = 0;
+    if (RTEST(incremental)) {
+        out = sluice_error_tuple(rd_kafka_incremental_assign(c->rk, list));
+    } else {
+        rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, list);
+        out = err ? rb_ary_new_from_args(1, INT2FIX(err)) : Qnil;
+    }
+    if (list) rd_kafka_topic_partition_list_destroy(list);
+    return out;
+}
+
+/* #unassign(partitions, incremental) — revokes (incremental: only those partitions). */
+static VALUE consumer_unassign(VALUE self, VALUE partitions, VALUE incremental) {
+    client_t *c = sluice_consumer_open(self);
+    c->rebalance_due = 0;
+    if (!RTEST(incremental)) {
+        rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, NULL);
+        return err ? rb_ary_new_from_args(1, INT2FIX(err)) : Qnil;
+    }
+    rd_kafka_topic_partition_list_t *list = sluice_partitions_from(partitions);
+    VALUE out = sluice_error_tuple(rd_kafka_incremental_unassign(c->rk, list));
+    rd_kafka_topic_partition_list_destroy(list);
+    return out;
+}
+
+/*
+ * #close_begin -> nil or [code, message, ...]
+ * Starts leaving the group without blocking (rd_kafka_consumer_close_queue):
+ * the rebalance that gives the partitions up arrives on the consumer queue,
+ * which the caller serves until #consumer_closed? is true.
+ */
+static VALUE consumer_close_begin(VALUE self) {
+    client_t *c = sluice_consumer_open(self);
+    return sluice_error_tuple(rd_kafka_consumer_close_queue(c->rk, c->cqueue));
+}
+
+static VALUE consumer_consumer_closed_p(VALUE self) {
+    return rd_kafka_consumer_closed(sluice_consumer_open(self)->rk) ? Qtrue : Qfalse;
+}
+
+/* #member_id -> the group member id librdkafka was given (nil before joining) */
+static VALUE consumer_member_id(VALUE self) {
+    char *id = rd_kafka_memberid(sluice_consumer_open(self)->rk);
+    VALUE out = sluice_str_or_nil(id);
+    if (id) rd_kafka_mem_free(NULL, id);
+    return out;
+}
+
+void sluice_consumer_release(client_t *c) {
+    rd_kafka_queue_io_event_enable(c->cqueue, -1, NULL, 0);
+    /* Messages fetched and never consumed hold their partitions, which hold
+     * their brokers: left in the queue, rd_kafka_destroy would wait forever
+     * for those broker threads. (librdkafka's own close serves a temporary
+     * queue it then destroys; ours is the consumer queue itself.) */
+    for (rd_kafka_event_t *ev; (ev = rd_kafka_queue_poll(c->cqueue, 0));) {
+        if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE) c->rebalance_due = 1;
+        rd_kafka_event_destroy(ev);
+    }
+    /* A rebalance never answered (dropped just now, or handed to Ruby whose
+     * answer raised, or the process is going down) would keep librdkafka
+     * waiting for the answer forever inside rd_kafka_destroy: give the
+     * partitions up. */
+    if (c->rebalance_due) {
+        rd_kafka_topic_partition_list_t *assigned = NULL;
+        const char *protocol = rd_kafka_rebalance_protocol(c->rk);
+        if (protocol && !strcmp(protocol, "COOPERATIVE") && !rd_kafka_assignment(c->rk, &assigned) && assigned) {
+            rd_kafka_error_t *error = rd_kafka_incremental_unassign(c->rk, assigned);
+            if (error) rd_kafka_error_destroy(error);
+        } else {
+            rd_kafka_assign(c->rk, NULL);
+        }
+        if (assigned) rd_kafka_topic_partition_list_destroy(assigned);
+        c->rebalance_due = 0;
+    }
+    rd_kafka_queue_destroy(c->cqueue);
+    c->cqueue = NULL;
+}
+
+void sluice_init_consumer(VALUE klass) {
+    rb_define_method(klass, "initialize", consumer_initialize, 1);
+    rb_define_method(klass, "subscribe", consumer_subscribe, 1);
+    rb_define_method(klass, "unsubscribe", consumer_unsubscribe, 0);
+    rb_define_method(klass, "subscription", consumer_subscription, 0);
+    rb_define_method(klass, "assignment", consumer_assignment, 0);
+    rb_define_method(klass, "rebalance_protocol", consumer_rebalance_protocol, 0);
+    rb_define_method(klass, "assignment_lost?", consumer_assignment_lost_p, 0);
+    rb_define_method(klass, "assign", consumer_assign, 2);
+    rb_define_method(klass, "unassign", consumer_unassign, 2);
+    rb_define_method(klass, "close_begin", consumer_close_begin, 0);
+    rb_define_method(klass, "consumer_closed?", consumer_consumer_closed_p, 0);
+    rb_define_method(klass, "member_id", consumer_member_id, 0);
+    sluice_init_consume(klass);
 }

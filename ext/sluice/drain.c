@@ -8,9 +8,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <unistd.h>
 
-static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log;
+static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log, sym_offset_commit;
 /* DeliveryHandle's fields (lib/sluice/delivery_handle.rb): a delivery is recorded here */
 static ID id_iv_partition, id_iv_offset;
 
@@ -53,6 +54,10 @@ static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks
         push4(batch, sym_error, INT2FIX(code), rb_str_new_cstr(reason), fatal ? Qtrue : Qfalse);
         break;
     }
+    case RD_KAFKA_EVENT_OFFSET_COMMIT: /* a consumer's commit (async, or librdkafka's auto-commit) */
+        push4(batch, sym_offset_commit, INT2FIX(rd_kafka_event_error(ev)),
+              sluice_partitions_to_ary(rd_kafka_event_topic_partition_list(ev)), Qnil);
+        break;
     case RD_KAFKA_EVENT_STATS:
         push4(batch, sym_statistics, sluice_str_or_nil(rd_kafka_event_stats(ev)), Qnil, Qnil);
         break;
@@ -70,6 +75,28 @@ static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks
         break;
     }
 }
+
+/* The next main-queue event of a producer (a consumer's come through its relay). */
+static rd_kafka_event_t *next_event(client_t *c) {
+    rd_kafka_event_t *ev = c->pending;
+    if (ev) {
+        c->pending = NULL;
+        return ev;
+    }
+    return rd_kafka_queue_poll(c->queue, 0);
+}
+
+/* The next item of a consumer's relay into batch; false when there was none. */
+static int serve_relayed(client_t *c, VALUE batch) {
+    relay_item_t item;
+    if (!sluice_relay_pop(c->relay, &item)) return 0;
+    if (item.event) serve_event(c, item.event, batch, 0);
+    else push4(batch, sym_log, INT2FIX(item.level), rb_str_new_cstr(item.fac), rb_str_new_cstr(item.line));
+    sluice_relay_item_free(&item);
+    return 1;
+}
+
+static size_t events_left(client_t *c) { return c->relay ? sluice_relay_length(c->relay) : rd_kafka_queue_length(c->queue); }
 
 static void empty_pipe(int fd) {
     char buf[64];
@@ -93,6 +120,7 @@ static void empty_pipe(int fd) {
  *   :statistics, json, nil, nil
  *   :oauthbearer_token_refresh, config, nil, nil
  *   :log, level, facility, message
+ *   :offset_commit, code, [[topic, partition, offset, err], ...], nil   (consumers)
  * #exhausted? then tells whether the budget ran out with events left.
  */
 static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
@@ -103,13 +131,16 @@ static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
     if (c->wake_r >= 0) empty_pipe(c->wake_r);
     c->exhausted = 0;
     for (;;) {
-        rd_kafka_event_t *ev = c->pending ? c->pending : rd_kafka_queue_poll(c->queue, 0);
-        c->pending = NULL;
-        if (!ev) break;
-        serve_event(c, ev, batch, RTEST(acks));
-        rd_kafka_event_destroy(ev);
+        if (c->relay) {
+            if (!serve_relayed(c, batch)) break;
+        } else {
+            rd_kafka_event_t *ev = next_event(c);
+            if (!ev) break;
+            serve_event(c, ev, batch, RTEST(acks));
+            rd_kafka_event_destroy(ev);
+        }
         if (sluice_now_ms() >= deadline) {
-            c->exhausted = rd_kafka_queue_length(c->queue) > 0;
+            c->exhausted = events_left(c) > 0;
             break;
         }
     }
@@ -126,11 +157,26 @@ struct wait_args {
 /* The event is stored before the gate lets #destroy proceed: it is never lost or leaked. */
 static void *wait_events_nogvl(void *p) {
     struct wait_args *a = p;
+    if (a->c->relay) { /* a consumer: wait for the relay's wake-up, never poll the handle */
+        struct pollfd pfd = {.fd = a->c->wake_r, .events = POLLIN};
+        if (sluice_relay_length(a->c->relay) == 0) poll(&pfd, 1, a->timeout_ms);
+        return NULL;
+    }
     a->c->pending = rd_kafka_queue_poll(a->c->queue, a->timeout_ms);
     return NULL;
 }
 
-static void wait_events_ubf(void *p) { rd_kafka_queue_yield(((struct wait_args *)p)->c->queue); }
+static void interrupt(client_t *c) {
+    if (c->relay) {
+        if (write(c->wake_w, "1", 1) < 0) {
+            /* EAGAIN: a wake-up is pending already */
+        }
+    } else {
+        rd_kafka_queue_yield(c->queue);
+    }
+}
+
+static void wait_events_ubf(void *p) { interrupt(((struct wait_args *)p)->c); }
 
 /*
  * #wait_events(timeout_ms) -> true if an event is ready for #drain
@@ -144,7 +190,7 @@ static VALUE client_wait_events(VALUE self, VALUE timeout) {
     if (c->pending) return Qtrue;
     struct wait_args a = {c, NUM2INT(timeout)};
     sluice_client_blocking(c, wait_events_nogvl, &a, wait_events_ubf, &a);
-    VALUE ready = c->pending ? Qtrue : Qfalse;
+    VALUE ready = c->pending || (c->relay && sluice_relay_length(c->relay) > 0) ? Qtrue : Qfalse;
     sluice_client_unblock(c);
     return ready;
 }
@@ -152,14 +198,14 @@ static VALUE client_wait_events(VALUE self, VALUE timeout) {
 /* #interrupt_wait — makes a blocking #wait_events in another thread return now. */
 static VALUE client_interrupt_wait(VALUE self) {
     client_t *c = sluice_client_get(self);
-    if (c->queue && !c->closed && !sluice_forked(c->pid)) rd_kafka_queue_yield(c->queue);
+    if (c->queue && !c->closed && !sluice_forked(c->pid)) interrupt(c);
     return Qnil;
 }
 
 /* #queue_length -> events waiting on the main queue */
 static VALUE client_queue_length(VALUE self) {
     client_t *c = sluice_client_open(self);
-    return SIZET2NUM(rd_kafka_queue_length(c->queue) + (c->pending ? 1 : 0));
+    return SIZET2NUM(events_left(c) + (c->pending ? 1 : 0));
 }
 
 /*
@@ -172,7 +218,7 @@ static VALUE client_queue_length(VALUE self) {
  */
 static VALUE client_wakeup_enable(VALUE self) {
     client_t *c = sluice_client_open(self);
-    if (c->wake_r >= 0) return INT2FIX(c->wake_r);
+    if (c->wake_r >= 0) return INT2FIX(c->wake_r); /* a consumer's exists from the start (the relay writes it) */
     int fds[2];
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
     c->wake_r = fds[0];
@@ -184,7 +230,7 @@ static VALUE client_wakeup_enable(VALUE self) {
 /* #wakeup_disable — IO events off first, then the pipe is closed. */
 static VALUE client_wakeup_disable(VALUE self) {
     client_t *c = sluice_client_get(self);
-    if (c->wake_w < 0) return Qnil;
+    if (c->wake_w < 0 || c->relay) return Qnil; /* the relay's pipe lives as long as the handle */
     if (!sluice_forked(c->pid) && c->queue) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
     close(c->wake_r);
     close(c->wake_w);
@@ -219,6 +265,7 @@ void sluice_init_drain(VALUE klass) {
     sym_statistics = ID2SYM(rb_intern("statistics"));
     sym_oauthbearer_token_refresh = ID2SYM(rb_intern("oauthbearer_token_refresh"));
     sym_log = ID2SYM(rb_intern("log"));
+    sym_offset_commit = ID2SYM(rb_intern("offset_commit"));
     id_iv_partition = rb_intern("@partition");
     id_iv_offset = rb_intern("@offset");
 }

@@ -384,7 +384,41 @@ static VALUE client_take_inflight(VALUE self) {
     return out;
 }
 
+static partitioner_fn partitioner_named(const char *name) {
+    static const struct { const char *name; partitioner_fn fn; } table[] = {
+        {"consistent", rd_kafka_msg_partitioner_consistent},
+        {"consistent_random", rd_kafka_msg_partitioner_consistent_random},
+        {"murmur2", rd_kafka_msg_partitioner_murmur2},
+        {"murmur2_random", rd_kafka_msg_partitioner_murmur2_random},
+        {"fnv1a", rd_kafka_msg_partitioner_fnv1a},
+        {"fnv1a_random", rd_kafka_msg_partitioner_fnv1a_random},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (!strcmp(table[i].name, name)) return table[i].fn;
+    return NULL; /* "random": no key-based choice, librdkafka picks */
+}
+
+static void note_partitioner(client_t *c, const char *name, const char *value) {
+    if (!strcmp(name, "partitioner")) c->partitioner = partitioner_named(value);
+}
+
+/*
+ * Producer.new([[name, value], ...]) — librdkafka properties as Strings.
+ * Raises ConfigurationInvalidError with librdkafka's own message. A consumer
+ * property is only logged as ignored (shared configurations are common).
+ */
+static VALUE producer_initialize(VALUE self, VALUE pairs) {
+    client_t *c = sluice_client_get(self);
+    c->partitioner = rd_kafka_msg_partitioner_consistent_random;
+    rd_kafka_conf_t *conf = sluice_conf_new(pairs, note_partitioner, c);
+    sluice_client_start(self, c, RD_KAFKA_PRODUCER, conf,
+                        RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR | RD_KAFKA_EVENT_STATS | RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH, 0);
+    RB_OBJ_WRITE(self, &c->inflight, rb_ary_new());
+    return self;
+}
+
 void sluice_init_produce(VALUE klass) {
+    rb_define_method(klass, "initialize", producer_initialize, 1);
     rb_define_method(klass, "validate", client_validate, 1);
     rb_define_method(klass, "handles", client_handles, 2);
     rb_define_method(klass, "produce", client_produce, -1);

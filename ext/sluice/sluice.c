@@ -14,6 +14,7 @@ VALUE sluice_mNative;
 VALUE sluice_eConfigurationInvalid;
 VALUE sluice_eMessageInvalid;
 VALUE sluice_eProducerClosed;
+VALUE sluice_eConsumerClosed;
 VALUE sluice_eForked;
 
 volatile pid_t sluice_current_pid;
@@ -80,10 +81,12 @@ void Init_sluice_ext(void) {
     sluice_eConfigurationInvalid = lookup_error("ConfigurationInvalidError");
     sluice_eMessageInvalid = lookup_error("MessageInvalidError");
     sluice_eProducerClosed = lookup_error("ProducerClosedError");
+    sluice_eConsumerClosed = lookup_error("ConsumerClosedError");
     sluice_eForked = lookup_error("ForkedProcessError");
     rb_gc_register_mark_object(sluice_eConfigurationInvalid);
     rb_gc_register_mark_object(sluice_eMessageInvalid);
     rb_gc_register_mark_object(sluice_eProducerClosed);
+    rb_gc_register_mark_object(sluice_eConsumerClosed);
     rb_gc_register_mark_object(sluice_eForked);
 
     rb_define_module_function(sluice_mNative, "error_descriptions", native_error_descriptions, 0);
@@ -91,5 +94,4 @@ void Init_sluice_ext(void) {
 
     sluice_init_client();
     sluice_init_selector();
-    sluice_init_consumer();
 }

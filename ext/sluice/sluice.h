@@ -22,6 +22,7 @@ extern VALUE sluice_mNative;
 extern VALUE sluice_eConfigurationInvalid;
 extern VALUE sluice_eMessageInvalid;
 extern VALUE sluice_eProducerClosed;
+extern VALUE sluice_eConsumerClosed;
 extern VALUE sluice_eForked;
 
 /*
@@ -44,6 +45,5 @@ double sluice_now_ms(void);
 
 void sluice_init_client(void);
 void sluice_init_selector(void);
-void sluice_init_consumer(void);
 
 #endif

@@ -6,16 +6,6 @@
 #include "client.h"
 
 
-static VALUE error_tuple(rd_kafka_error_t *error) {
-    if (!error) return Qnil;
-    VALUE out = rb_ary_new_from_args(5, INT2FIX(rd_kafka_error_code(error)), rb_str_new_cstr(rd_kafka_error_string(error)),
-                                     rd_kafka_error_is_fatal(error) ? Qtrue : Qfalse,
-                                     rd_kafka_error_is_retriable(error) ? Qtrue : Qfalse,
-                                     rd_kafka_error_txn_requires_abort(error) ? Qtrue : Qfalse);
-    rd_kafka_error_destroy(error);
-    return out;
-}
-
 enum txn_op { TXN_INIT, TXN_BEGIN, TXN_COMMIT, TXN_ABORT };
 
 struct txn_args {
@@ -45,7 +35,7 @@ static VALUE txn_call(VALUE self, enum txn_op op, int timeout_ms) {
     client_t *c = sluice_client_open(self);
     struct txn_args a = {c, op, timeout_ms, NULL};
     sluice_client_blocking(c, txn_nogvl, &a, NULL, NULL);
-    VALUE tuple = error_tuple(a.error);
+    VALUE tuple = sluice_error_tuple(a.error);
     sluice_client_unblock(c);
     return tuple;
 }
@@ -56,7 +46,41 @@ static VALUE producer_begin_transaction(VALUE self) { return txn_call(self, TXN_
 static VALUE producer_commit_transaction(VALUE self, VALUE t) { return txn_call(self, TXN_COMMIT, NUM2INT(t)); }
 static VALUE producer_abort_transaction(VALUE self, VALUE t) { return txn_call(self, TXN_ABORT, NUM2INT(t)); }
 
+struct send_offsets_args {
+    client_t *c;
+    rd_kafka_topic_partition_list_t *offsets;
+    rd_kafka_consumer_group_metadata_t *group;
+    int timeout_ms;
+    rd_kafka_error_t *error;
+};
+
+static void *send_offsets_nogvl(void *p) {
+    struct send_offsets_args *a = p;
+    a->error = rd_kafka_send_offsets_to_transaction(a->c->rk, a->offsets, a->group, a->timeout_ms);
+    return NULL;
+}
+
+/*
+ * #send_offsets_to_transaction(consumer, [[topic, partition, next_offset], ...], timeout_ms)
+ *   -> nil or [code, message, fatal, retriable, txn_requires_abort]
+ * The consumer's offsets join the open transaction, with the consumer's group
+ * metadata: they commit (or abort) with what the transaction produced.
+ */
+static VALUE producer_send_offsets_to_transaction(VALUE self, VALUE consumer, VALUE offsets, VALUE timeout) {
+    client_t *c = sluice_client_open(self);
+    client_t *group_client = sluice_consumer_open(consumer);
+    struct send_offsets_args a = {c, sluice_partitions_from(offsets), NULL, NUM2INT(timeout), NULL};
+    a.group = rd_kafka_consumer_group_metadata(group_client->rk);
+    sluice_client_blocking(c, send_offsets_nogvl, &a, NULL, NULL);
+    rd_kafka_consumer_group_metadata_destroy(a.group);
+    rd_kafka_topic_partition_list_destroy(a.offsets);
+    VALUE tuple = sluice_error_tuple(a.error);
+    sluice_client_unblock(c);
+    return tuple;
+}
+
 void sluice_init_transactions(VALUE klass) {
+    rb_define_method(klass, "send_offsets_to_transaction", producer_send_offsets_to_transaction, 3);
     rb_define_method(klass, "init_transactions", producer_init_transactions, 1);
     rb_define_method(klass, "begin_transaction", producer_begin_transaction, 0);
     rb_define_method(klass, "commit_transaction", producer_commit_transaction, 1);

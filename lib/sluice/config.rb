@@ -5,39 +5,8 @@ require "securerandom"
 
 module Sluice
   # Settings of one producer, filled in the block given to Producer.new and
-  # frozen once it is valid.
-  class Config
-    # How the producer's librdkafka events (delivery reports, errors,
-    # statistics, OAuth refresh, logs) are polled.
-    class Polling
-      MODES = %i[fd thread].freeze
-
-      # :fd settings: how long one producer may be drained per wake-up (ms), and
-      # how often every producer is polled even when its pipe is silent (ms).
-      FD = Struct.new(:max_time, :periodic_poll_interval)
-
-      # :fd (default) — one poller thread for many producers; :thread — one thread per producer.
-      attr_accessor :mode
-      # A dedicated Sluice::Polling::Poller (:fd only); nil uses Poller.instance.
-      attr_accessor :poller
-      attr_reader :fd
-
-      def initialize
-        @mode = :fd
-        @poller = nil
-        @fd = FD.new(100, 1_000)
-      end
-
-      def freeze
-        @fd.freeze
-        super
-      end
-    end
-
-    # librdkafka properties, Symbol or String keys.
-    attr_accessor :kafka
-    # Names the producer in events and thread names; default: a unique generated id.
-    attr_accessor :id
+  # frozen once it is valid. (Sluice::Consumer::Config is the consumer's.)
+  class Config < ClientConfig
     # Default wait (ms) of produce_sync and DeliveryHandle#wait, and how long
     # #close waits for outstanding deliveries (and an open transaction) before
     # it purges what is left.
@@ -61,15 +30,9 @@ module Sluice
     # partition with the coordinator can fail fatally with invalid_txn_state
     # (librdkafka issue 4849). 0 (default) aborts at once.
     attr_accessor :wait_timeout_on_transaction_abort
-    # Receives librdkafka's log lines.
-    attr_accessor :logger
-    # A Sluice::Monitor to share between producers; default: one per producer.
-    attr_accessor :monitor
-    attr_reader :polling
 
     def initialize
-      @kafka = {}
-      @id = "sluice-#{SecureRandom.hex(6)}"
+      super
       @max_wait_timeout = 5_000
       @wait_on_queue_full = true
       @wait_backoff_on_queue_full = 100
@@ -82,53 +45,24 @@ module Sluice
       @max_attempts_on_idempotent_fatal_error = 5
       @non_reloadable_errors = %i[fenced]
       @wait_timeout_on_transaction_abort = 0
-      @logger = Logger.new($stderr, level: Logger::WARN, progname: "sluice")
-      @monitor = nil
-      @polling = Polling.new
     end
 
     # @raise [Errors::ConfigurationInvalidError] naming the first bad setting
     def validate!
-      validate_kafka!
-      invalid!("id must be a non-empty String") unless @id.is_a?(String) && !@id.empty?
+      super
       positive!(:max_wait_timeout, @max_wait_timeout)
       positive!(:wait_backoff_on_queue_full, @wait_backoff_on_queue_full)
       positive!(:wait_timeout_on_queue_full, @wait_timeout_on_queue_full)
       validate_fatal_error_handling!
-      invalid!("logger must respond to #add (Logger.new(nil) discards librdkafka's logs)") unless @logger.respond_to?(:add)
-      validate_polling!
       self
     end
 
-    # librdkafka properties as [[String, String], ...]
-    def kafka_pairs
-      @kafka.map { |name, value| [name.to_s, value.to_s] }
-    end
-
-    def kafka_setting(name)
-      @kafka.each { |key, value| return value.to_s if key.to_s == name }
-      nil
-    end
-
     def freeze
-      @kafka = @kafka.dup.freeze
       @non_reloadable_errors = @non_reloadable_errors.dup.freeze if @non_reloadable_errors.is_a?(Array)
-      @polling.freeze
       super
     end
 
     private
-
-    def validate_kafka!
-      invalid!("kafka must be a Hash of librdkafka properties, got #{@kafka.class}") unless @kafka.is_a?(Hash)
-      @kafka.each do |name, value|
-        invalid!("kafka property names must be Symbols or Strings, got #{name.inspect}") unless name.is_a?(Symbol) || name.is_a?(String)
-        invalid!("kafka property #{name.inspect} contains a NUL byte") if name.to_s.include?("\0") || value.to_s.include?("\0")
-        next if [String, Symbol, Integer, Float, true, false].any? { |kind| kind === value } # rubocop:disable Style/CaseEquality
-
-        invalid!("kafka property #{name} must be a String, Symbol, number or boolean, got #{value.inspect}")
-      end
-    end
 
     def validate_fatal_error_handling!
       %i[reload_on_transaction_fatal_error reload_on_idempotent_fatal_error].each do |name|
@@ -145,28 +79,8 @@ module Sluice
       invalid!("non_reloadable_errors must be an Array of error codes (Symbols), got #{@non_reloadable_errors.inspect}")
     end
 
-    def validate_polling!
-      invalid!("polling.mode must be one of #{Polling::MODES.inspect}, got #{@polling.mode.inspect}") unless Polling::MODES.include?(@polling.mode)
-      invalid!("polling.poller is for :fd mode; :thread mode polls each producer in its own thread") if @polling.mode == :thread && @polling.poller
-      invalid!("polling.poller must be a Sluice::Polling::Poller") if @polling.poller && !@polling.poller.is_a?(Sluice::Polling::Poller)
-      positive!("polling.fd.max_time", @polling.fd.max_time)
-      positive!("polling.fd.periodic_poll_interval", @polling.fd.periodic_poll_interval)
-    end
-
-    def positive!(name, value)
-      invalid!("#{name} must be a positive number of milliseconds, got #{value.inspect}") unless value.is_a?(Numeric) && value.positive?
-    end
-
-    def non_negative!(name, value)
-      invalid!("#{name} must be a number of milliseconds >= 0, got #{value.inspect}") unless value.is_a?(Numeric) && !value.negative?
-    end
-
     def count!(name, value)
       invalid!("#{name} must be a positive Integer, got #{value.inspect}") unless value.is_a?(Integer) && value.positive?
-    end
-
-    def invalid!(message)
-      raise Errors::ConfigurationInvalidError, message
     end
   end
 end

@@ -11,11 +11,39 @@ module Sluice
     # A message was refused before it reached librdkafka (nothing was sent).
     MessageInvalidError = Class.new(BaseError)
 
-    # The producer is closed (or closing) and takes no more messages.
-    ProducerClosedError = Class.new(BaseError)
+    # A producer or consumer is closed (or closing).
+    ClientClosedError = Class.new(BaseError)
 
-    # The producer was created in another process: a forked child must create its own.
+    # The producer is closed (or closing) and takes no more messages.
+    ProducerClosedError = Class.new(ClientClosedError)
+
+    # The consumer is closed (or closing).
+    ConsumerClosedError = Class.new(ClientClosedError)
+
+    # The producer or consumer was created in another process: a forked child
+    # must create its own. (A ProducerClosedError, as it always was.)
     ForkedProcessError = Class.new(ProducerClosedError)
+
+    # A consumer call about a partition the consumer is not assigned
+    # (pause, resume, seek), or one that needs a subscription first.
+    ConsumerStateError = Class.new(BaseError)
+
+    # A consumer call the broker or librdkafka refused (commit, seek, ...);
+    # #kafka_error tells why.
+    class ConsumerError < BaseError
+      attr_reader :kafka_error
+
+      def initialize(action, kafka_error)
+        super("#{action} failed: #{kafka_error.message}")
+        @kafka_error = kafka_error
+      end
+
+      def code = kafka_error.code
+      def retryable? = kafka_error.retryable?
+    end
+
+    # transaction_mark_as_consumed outside a transaction block.
+    TransactionRequiredError = Class.new(BaseError)
 
     # A wait ran out of time; the handle stays pending and can be waited on again.
     class WaitTimeoutError < BaseError

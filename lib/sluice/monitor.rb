@@ -17,6 +17,12 @@ module Sluice
       producer.reloaded
       poller.producer_registered
       poller.producer_unregistered
+      consumer.partitions_assigned
+      consumer.partitions_revoked
+      consumer.offsets_committed
+      consumer.closed
+      poller.consumer_registered
+      poller.consumer_unregistered
     ].freeze
 
     # What a listener receives: the event's name and its payload (a Hash).

@@ -22,16 +22,22 @@ module SpecHelpers
   end
 
   # Reads `count` messages of topic/partition starting at offset.
-  # @return [Array<Hash>] topic:, partition:, offset:, key:, payload:, headers: [[k, v]], timestamp:
+  # @return [Array<Hash>] topic:, partition:, offset:, key:, payload:, headers: [[k, v]], timestamp: (ms)
   def consume(topic, partition, offset, count, isolation: "read_uncommitted", timeout: 20)
-    consumer = Sluice::Native::Consumer.new(
-      [["bootstrap.servers", TestKafka::BROKERS], ["group.id", "sluice-spec-#{rand(1 << 30)}"],
-       ["enable.auto.commit", "false"], ["isolation.level", isolation], ["enable.partition.eof", "false"]]
-    )
-    consumer.assign([[topic, partition, offset]])
+    consumer = reader(isolation)
+    consumer.assign(topic => { partition => offset })
     read_messages(consumer, count, timeout)
   ensure
     consumer&.close
+  end
+
+  # A consumer that reads by assignment (no group membership, no commits).
+  def reader(isolation, brokers: TestKafka::BROKERS)
+    Sluice::Consumer.new do |config|
+      config.kafka = { "bootstrap.servers": brokers, "group.id": "sluice-spec-#{rand(1 << 30)}", "enable.auto.commit": false,
+                       "isolation.level": isolation, "enable.partition.eof": false }
+      config.logger = Logger.new(nil)
+    end
   end
 
   # The messages behind delivery reports, in report order.
@@ -102,11 +108,8 @@ module SpecHelpers
   # message included): for topics other runs may write to at the same time.
   # @return [Array<Hash>] as #consume
   def consume_until(topic, partition, offset, isolation: "read_uncommitted", timeout: 20)
-    consumer = Sluice::Native::Consumer.new(
-      [["bootstrap.servers", TestKafka::BROKERS], ["group.id", "sluice-spec-#{rand(1 << 30)}"],
-       ["enable.auto.commit", "false"], ["isolation.level", isolation], ["enable.partition.eof", "false"]]
-    )
-    consumer.assign([[topic, partition, offset]])
+    consumer = reader(isolation)
+    consumer.assign(topic => { partition => offset })
     messages = []
     messages.concat(read_messages(consumer, 1, timeout)) until messages.last && yield(messages.last)
     messages
@@ -141,12 +144,9 @@ module SpecHelpers
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
     messages = []
     while messages.size < count && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-      raw = consumer.poll(500) or next
-      topic, partition, offset, key, payload, headers, timestamp, error = raw
-      next unless error.zero?
-
-      messages << { topic: topic, partition: partition, offset: offset, key: key, payload: payload,
-                    headers: headers, timestamp: timestamp }
+      m = consumer.poll(500) or next
+      messages << { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload: m.payload,
+                    headers: m.header_pairs, timestamp: m.timestamp_ms }
     end
     raise "read #{messages.size} of #{count} messages within #{timeout}s" if messages.size < count
 

@@ -20,6 +20,7 @@ module Sluice
                         Logger::WARN, Logger::INFO, Logger::INFO, Logger::DEBUG].freeze
 
       PURGE_ERRORS = %i[purge_queue purge_inflight].map { |code| KafkaError.number_for(code) }.freeze
+      NO_OFFSET_TO_COMMIT = KafkaError.number_for(:no_offset)
       # What a report that never arrived says (its client was destroyed first).
       NO_PARTITION = -1
       NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
@@ -213,8 +214,17 @@ module Sluice
         when :error then instrument("error.occurred", type: "librdkafka.error", error: KafkaError.new(a, b, fatal: c))
         when :statistics then statistics(a)
         when :oauthbearer_token_refresh then token_refresh(a)
+        when :offset_commit then offsets_committed(a, b)
         when :log then @logger.add(LOG_SEVERITIES.fetch(a, Logger::INFO), "[#{@client_id}] #{b}: #{c}")
         end
+      end
+
+      # A consumer's commit result (async, or librdkafka's auto-commit).
+      def offsets_committed(code, partitions)
+        error = KafkaError.new(code) unless code.zero? || code == NO_OFFSET_TO_COMMIT
+        committed = partitions.group_by(&:first).transform_values { |list| list.to_h { |_, partition, offset| [partition, offset] } }
+        instrument("consumer.offsets_committed", partitions: committed, error: error)
+        instrument("error.occurred", type: "consumer.commit_error", error: error) if error
       end
 
       def statistics(json)

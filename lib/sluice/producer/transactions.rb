@@ -48,6 +48,20 @@ module Sluice
         end
       end
 
+      # Exactly once, consume-transform-produce: the consumer's offset after
+      # message joins the open transaction, so the messages the transaction
+      # produced and the input offset commit (or abort) together. The consumer
+      # then commits nothing itself: give it "enable.auto.commit": false.
+      # @raise [Errors::TransactionRequiredError] outside this producer's transaction block
+      # @raise [Errors::TransactionError]
+      def transaction_mark_as_consumed(consumer, message)
+        unless own_open_transaction?
+          raise Errors::TransactionRequiredError, "transaction_mark_as_consumed needs an open transaction: call it inside producer.transaction { }"
+        end
+
+        transactional(:send_offsets_to_transaction, consumer.native, [[message.topic, message.partition, message.offset + 1]], DEFAULT_TIMEOUT)
+      end
+
       def transactional? = !@config.kafka_setting("transactional.id").nil?
 
       # Inside a transaction block (of this fiber)?

@@ -1,0 +1,344 @@
+/*
+ * Sluice::Native::Consumer — the consumer queue and offsets: draining
+ * messages into Sluice::Message objects, storing and committing offsets,
+ * positions, pause/resume and seek.
+ *
+ * #consume never blocks: the application waits on #message_fd through Ruby's
+ * IO (so a fiber scheduler sees the wait) and calls it when woken. Every poll
+ * of the consumer queue counts as the application polling for
+ * max.poll.interval.ms, so a waiting consumer stays in its group by calling
+ * #consume now and then, while one stuck in a long block is not rescued by
+ * anyone else's polling.
+ */
+#include "client.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+static VALUE cMessage; /* Sluice::Message, looked up on first use (defined in Ruby) */
+static ID id_iv_topic, id_iv_partition, id_iv_offset, id_iv_key, id_iv_payload, id_iv_headers, id_iv_timestamp;
+static VALUE sym_rebalance, sym_assign, sym_revoke, sym_error, sym_eof;
+
+/* The frozen String for a topic name, shared by all its messages: no allocation per message. */
+static VALUE topic_name(client_t *c, const char *name) {
+    long n = RARRAY_LEN(c->topic_names);
+    for (long i = 0; i < n; i++) {
+        VALUE s = RARRAY_AREF(c->topic_names, i);
+        if (!strcmp(RSTRING_PTR(s), name)) return s;
+    }
+    VALUE s = rb_obj_freeze(rb_str_new_cstr(name));
+    rb_ary_push(c->topic_names, s);
+    return s;
+}
+
+static VALUE bytes_or_nil(const void *p, size_t len) { return p ? rb_str_new(p, (long)len) : Qnil; }
+
+/* Headers as a flat [name, value, name, value, ...] (Message#headers builds the Hash when asked). */
+static VALUE headers_of(const rd_kafka_message_t *m) {
+    rd_kafka_headers_t *hdrs = NULL;
+    if (rd_kafka_message_headers(m, &hdrs) || !hdrs) return Qnil;
+    size_t count = rd_kafka_header_cnt(hdrs);
+    VALUE out = rb_ary_new_capa((long)count * 2);
+    const char *name;
+    const void *value;
+    size_t size;
+    for (size_t i = 0; !rd_kafka_header_get_all(hdrs, i, &name, &value, &size); i++) {
+        rb_ary_push(out, rb_str_new_cstr(name));
+        rb_ary_push(out, bytes_or_nil(value, size));
+    }
+    return out;
+}
+
+static VALUE build_message(client_t *c, const rd_kafka_message_t *m) {
+    if (!cMessage) {
+        cMessage = rb_const_get(sluice_mSluice, rb_intern("Message"));
+        rb_gc_register_mark_object(cMessage);
+    }
+    VALUE msg = rb_obj_alloc(cMessage);
+    rb_ivar_set(msg, id_iv_topic, topic_name(c, rd_kafka_topic_name(m->rkt)));
+    rb_ivar_set(msg, id_iv_partition, INT2FIX(m->partition));
+    rb_ivar_set(msg, id_iv_offset, LL2NUM(m->offset));
+    rb_ivar_set(msg, id_iv_key, bytes_or_nil(m->key, m->key_len));
+    rb_ivar_set(msg, id_iv_payload, bytes_or_nil(m->payload, m->len));
+    rb_ivar_set(msg, id_iv_headers, headers_of(m));
+    int64_t ts = rd_kafka_message_timestamp(m, NULL);
+    rb_ivar_set(msg, id_iv_timestamp, ts >= 0 ? LL2NUM(ts) : Qnil);
+    return msg;
+}
+
+/*
+ * One event of the consumer queue into batch. Returns 1 when the drain must
+ * stop after it: Ruby handles a rebalance before anything fetched after it.
+ */
+static int take_event(client_t *c, rd_kafka_event_t *ev, VALUE batch) {
+    switch (rd_kafka_event_type(ev)) {
+    case RD_KAFKA_EVENT_FETCH: {
+        const rd_kafka_message_t *m = rd_kafka_event_message_next(ev);
+        if (!m) return 0;
+        if (!m->err) {
+            rb_ary_push(batch, build_message(c, m));
+        } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            rb_ary_push(batch, rb_ary_new_from_args(4, sym_eof, m->rkt ? rb_str_new_cstr(rd_kafka_topic_name(m->rkt)) : Qnil,
+                                                    INT2FIX(m->partition), LL2NUM(m->offset)));
+        } else {
+            rb_ary_push(batch, rb_ary_new_from_args(4, sym_error, INT2FIX(m->err), rb_str_new_cstr(rd_kafka_message_errstr(m)),
+                                                    Qfalse));
+        }
+        return 0;
+    }
+    case RD_KAFKA_EVENT_REBALANCE: {
+        rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+        VALUE kind = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS   ? sym_assign
+                     : err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS ? sym_revoke
+                                                                   : sym_error;
+        const char *protocol = rd_kafka_rebalance_protocol(c->rk);
+        c->rebalance_due = 1;
+        rb_ary_push(batch, rb_ary_new_from_args(5, sym_rebalance, kind,
+                                                sluice_partitions_to_ary(rd_kafka_event_topic_partition_list(ev)),
+                                                rb_str_new_cstr(protocol ? protocol : "NONE"), INT2FIX(err)));
+        return 1;
+    }
+    case RD_KAFKA_EVENT_ERROR:
+        rb_ary_push(batch, rb_ary_new_from_args(4, sym_error, INT2FIX(rd_kafka_event_error(ev)),
+                                                sluice_str_or_nil(rd_kafka_event_error_string(ev)),
+                                                rd_kafka_event_error_is_fatal(ev) ? Qtrue : Qfalse));
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * #consume(max_items, budget_ms) -> Array
+ *
+ * Empties the wake-up pipe, then takes up to max_items from the consumer
+ * queue without blocking (GVL held), for at most budget_ms. Items are
+ * Sluice::Message objects and, rarely, Arrays:
+ *   [:rebalance, :assign | :revoke | :error, [[topic, partition, offset, err], ...], protocol, code]
+ *     (the drain stops after it: it must be answered first)
+ *   [:error, code, reason, fatal]     a consumer error (fetch failed, max.poll.interval.ms exceeded...)
+ *   [:eof, topic, partition, offset]  with enable.partition.eof
+ * #exhausted? tells whether events were left (the pipe is empty then: the
+ * caller must not wait before consuming again).
+ */
+static VALUE consumer_consume(VALUE self, VALUE max_items, VALUE budget) {
+    client_t *c = sluice_consumer_open(self);
+    long limit = NUM2LONG(max_items);
+    double budget_ms = NUM2DBL(budget);
+    double deadline = budget_ms < 0 ? INFINITY : sluice_now_ms() + budget_ms;
+    VALUE batch = rb_ary_new();
+    char buf[64];
+    while (read(c->cwake_r, buf, sizeof(buf)) > 0) {
+    }
+    while (RARRAY_LEN(batch) < limit) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->cqueue, 0);
+        if (!ev) break;
+        int stop = take_event(c, ev, batch);
+        rd_kafka_event_destroy(ev);
+        if (stop || sluice_now_ms() >= deadline) break;
+    }
+    c->cexhausted = rd_kafka_queue_length(c->cqueue) > 0;
+    return batch;
+}
+
+static VALUE consumer_consume_exhausted_p(VALUE self) { return sluice_client_get(self)->cexhausted ? Qtrue : Qfalse; }
+
+/* #message_fd -> the read end of the consumer queue's wake-up pipe (owned here: never close it) */
+static VALUE consumer_message_fd(VALUE self) { return INT2FIX(sluice_consumer_open(self)->cwake_r); }
+
+/* #wake_messages — makes a wait on #message_fd return now. Safe from any thread and from a signal handler. */
+static VALUE consumer_wake_messages(VALUE self) {
+    client_t *c = sluice_client_get(self);
+    if (c->cwake_w >= 0 && write(c->cwake_w, "1", 1) < 0) {
+        /* EAGAIN: the pipe is full of wake-ups already */
+    }
+    return Qnil;
+}
+
+/*
+ * #store_offsets(messages, count) — stores, for the first count items that
+ * are Messages, the offset after the last one of each partition: what a
+ * commit will commit. Partitions no longer assigned are skipped (a revoked
+ * partition's new owner starts from what was committed for it).
+ */
+static VALUE consumer_store_offsets(VALUE self, VALUE messages, VALUE count) {
+    client_t *c = sluice_consumer_open(self);
+    Check_Type(messages, T_ARRAY);
+    long n = NUM2LONG(count);
+    if (n > RARRAY_LEN(messages)) n = RARRAY_LEN(messages);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(8);
+    for (long i = 0; i < n; i++) {
+        VALUE m = RARRAY_AREF(messages, i);
+        if (RB_TYPE_P(m, T_ARRAY) || (cMessage && !rb_obj_is_kind_of(m, cMessage))) continue; /* control items */
+        VALUE topic = rb_ivar_get(m, id_iv_topic), partition = rb_ivar_get(m, id_iv_partition), offset = rb_ivar_get(m, id_iv_offset);
+        if (!RB_TYPE_P(topic, T_STRING) || !FIXNUM_P(partition) || !RB_INTEGER_TYPE_P(offset)) continue;
+        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_find(list, RSTRING_PTR(topic), FIX2INT(partition));
+        if (!tp) tp = rd_kafka_topic_partition_list_add(list, RSTRING_PTR(topic), FIX2INT(partition));
+        int64_t next = NUM2LL(offset) + 1;
+        if (next > tp->offset) tp->offset = next;
+    }
+    if (list->cnt > 0) rd_kafka_offsets_store(c->rk, list); /* per-partition errors: not assigned any more */
+    rd_kafka_topic_partition_list_destroy(list);
+    return Qnil;
+}
+
+struct commit_args {
+    client_t *c;
+    rd_kafka_topic_partition_list_t *list;
+    rd_kafka_resp_err_t err;
+};
+
+static void *commit_nogvl(void *p) {
+    struct commit_args *a = p;
+    a->err = rd_kafka_commit(a->c->rk, a->list, 0);
+    return NULL;
+}
+
+/*
+ * #commit(partitions or nil, async) -> nil or error code
+ * Commits the stored offsets (nil) or the given [[topic, partition, offset]].
+ * Synchronous: blocks (GVL released) until the broker answered. Async:
+ * returns at once; the result arrives as an offset commit event on the main
+ * queue, which the poller serves.
+ */
+static VALUE consumer_commit(VALUE self, VALUE partitions, VALUE async) {
+    client_t *c = sluice_consumer_open(self);
+    struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), 0};
+    if (RTEST(async)) {
+        a.err = rd_kafka_commit(c->rk, a.list, 1);
+    } else {
+        sluice_client_blocking(c, commit_nogvl, &a, NULL, NULL);
+        if (a.list) rd_kafka_topic_partition_list_destroy(a.list);
+        a.list = NULL;
+        sluice_client_unblock(c);
+    }
+    if (a.list) rd_kafka_topic_partition_list_destroy(a.list);
+    return a.err && a.err != RD_KAFKA_RESP_ERR__NO_OFFSET ? INT2FIX(a.err) : Qnil;
+}
+
+struct committed_args {
+    client_t *c;
+    rd_kafka_topic_partition_list_t *list;
+    int timeout_ms;
+    rd_kafka_resp_err_t err;
+};
+
+static void *committed_nogvl(void *p) {
+    struct committed_args *a = p;
+    a->err = rd_kafka_committed(a->c->rk, a->list, a->timeout_ms);
+    return NULL;
+}
+
+/* #committed([[topic, partition], ...], timeout_ms) -> [error_code, [[topic, partition, offset, err], ...]] */
+static VALUE consumer_committed(VALUE self, VALUE partitions, VALUE timeout) {
+    client_t *c = sluice_consumer_open(self);
+    int timeout_ms = NUM2INT(timeout);
+    struct committed_args a = {c, sluice_partitions_from(partitions), timeout_ms, 0};
+    sluice_client_blocking(c, committed_nogvl, &a, NULL, NULL);
+    VALUE out = rb_ary_new_from_args(2, INT2FIX(a.err), sluice_partitions_to_ary(a.list));
+    rd_kafka_topic_partition_list_destroy(a.list);
+    sluice_client_unblock(c);
+    return out;
+}
+
+struct watermark_args {
+    client_t *c;
+    const char *topic;
+    int32_t partition;
+    int timeout_ms;
+    int64_t low, high;
+    rd_kafka_resp_err_t err;
+};
+
+static void *watermarks_nogvl(void *p) {
+    struct watermark_args *a = p;
+    a->err = rd_kafka_query_watermark_offsets(a->c->rk, a->topic, a->partition, &a->low, &a->high, a->timeout_ms);
+    return NULL;
+}
+
+/* #watermarks(topic, partition, timeout_ms) -> [error_code, low, high] (asks the partition leader) */
+static VALUE consumer_watermarks(VALUE self, VALUE topic, VALUE partition, VALUE timeout) {
+    client_t *c = sluice_consumer_open(self);
+    struct watermark_args a = {c, StringValueCStr(topic), NUM2INT(partition), NUM2INT(timeout), -1, -1, 0};
+    sluice_client_blocking(c, watermarks_nogvl, &a, NULL, NULL);
+    sluice_client_unblock(c);
+    return rb_ary_new_from_args(3, INT2FIX(a.err), LL2NUM(a.low), LL2NUM(a.high));
+}
+
+/* #position([[topic, partition], ...]) -> [[topic, partition, offset, err], ...]: the next offset to fetch */
+static VALUE consumer_position(VALUE self, VALUE partitions) {
+    client_t *c = sluice_consumer_open(self);
+    rd_kafka_topic_partition_list_t *list = sluice_partitions_from(partitions);
+    rd_kafka_position(c->rk, list);
+    VALUE out = sluice_partitions_to_ary(list);
+    rd_kafka_topic_partition_list_destroy(list);
+    return out;
+}
+
+/* #pause(partitions) / #resume(partitions) -> [[topic, partition, offset, err], ...] */
+static VALUE pause_or_resume(VALUE self, VALUE partitions, int pause) {
+    client_t *c = sluice_consumer_open(self);
+    rd_kafka_topic_partition_list_t *list = sluice_partitions_from(partitions);
+    if (pause) rd_kafka_pause_partitions(c->rk, list);
+    else rd_kafka_resume_partitions(c->rk, list);
+    VALUE out = sluice_partitions_to_ary(list);
+    rd_kafka_topic_partition_list_destroy(list);
+    return out;
+}
+
+static VALUE consumer_pause(VALUE self, VALUE partitions) { return pause_or_resume(self, partitions, 1); }
+static VALUE consumer_resume(VALUE self, VALUE partitions) { return pause_or_resume(self, partitions, 0); }
+
+struct seek_args {
+    client_t *c;
+    rd_kafka_topic_partition_list_t *list;
+    int timeout_ms;
+    rd_kafka_error_t *error;
+};
+
+static void *seek_nogvl(void *p) {
+    struct seek_args *a = p;
+    a->error = rd_kafka_seek_partitions(a->c->rk, a->list, a->timeout_ms);
+    return NULL;
+}
+
+/* #seek([[topic, partition, offset]], timeout_ms) -> [error tuple or nil, [[topic, partition, offset, err], ...]] */
+static VALUE consumer_seek(VALUE self, VALUE partitions, VALUE timeout) {
+    client_t *c = sluice_consumer_open(self);
+    int timeout_ms = NUM2INT(timeout);
+    struct seek_args a = {c, sluice_partitions_from(partitions), timeout_ms, NULL};
+    sluice_client_blocking(c, seek_nogvl, &a, NULL, NULL);
+    VALUE out = rb_ary_new_from_args(2, sluice_error_tuple(a.error), sluice_partitions_to_ary(a.list));
+    rd_kafka_topic_partition_list_destroy(a.list);
+    sluice_client_unblock(c);
+    return out;
+}
+
+void sluice_init_consume(VALUE klass) {
+    rb_define_method(klass, "consume", consumer_consume, 2);
+    rb_define_method(klass, "consume_exhausted?", consumer_consume_exhausted_p, 0);
+    rb_define_method(klass, "message_fd", consumer_message_fd, 0);
+    rb_define_method(klass, "wake_messages", consumer_wake_messages, 0);
+    rb_define_method(klass, "store_offsets", consumer_store_offsets, 2);
+    rb_define_method(klass, "commit", consumer_commit, 2);
+    rb_define_method(klass, "committed", consumer_committed, 2);
+    rb_define_method(klass, "watermarks", consumer_watermarks, 3);
+    rb_define_method(klass, "position", consumer_position, 1);
+    rb_define_method(klass, "pause", consumer_pause, 1);
+    rb_define_method(klass, "resume", consumer_resume, 1);
+    rb_define_method(klass, "seek", consumer_seek, 2);
+
+    id_iv_topic = rb_intern("@topic");
+    id_iv_partition = rb_intern("@partition");
+    id_iv_offset = rb_intern("@offset");
+    id_iv_key = rb_intern("@key");
+    id_iv_payload = rb_intern("@payload");
+    id_iv_headers = rb_intern("@raw_headers");
+    id_iv_timestamp = rb_intern("@timestamp_ms");
+    sym_rebalance = ID2SYM(rb_intern("rebalance"));
+    sym_assign = ID2SYM(rb_intern("assign"));
+    sym_revoke = ID2SYM(rb_intern("revoke"));
+    sym_error = ID2SYM(rb_intern("error"));
+    sym_eof = ID2SYM(rb_intern("eof"));
+}

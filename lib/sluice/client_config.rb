@@ -1,0 +1,114 @@
+# frozen_string_literal: true
+
+require "logger"
+require "securerandom"
+
+module Sluice
+  # What the settings of every client (Producer, Consumer) have: librdkafka
+  # properties, an id, the logger, the monitor and how events are polled.
+  # Filled in the block given to .new and frozen once valid.
+  class ClientConfig
+    # How a client's librdkafka events (delivery reports, errors, statistics,
+    # OAuth refresh, logs) are polled.
+    class Polling
+      MODES = %i[fd thread].freeze
+
+      # :fd settings: how long one client may be drained per wake-up (ms), and
+      # how often every client is polled even when its pipe is silent (ms).
+      FD = Struct.new(:max_time, :periodic_poll_interval)
+
+      # :fd (default) — one poller thread for many clients; :thread — one thread per client.
+      attr_accessor :mode
+      # A dedicated Sluice::Polling::Poller (:fd only); nil uses Poller.instance.
+      attr_accessor :poller
+      attr_reader :fd
+
+      def initialize
+        @mode = :fd
+        @poller = nil
+        @fd = FD.new(100, 1_000)
+      end
+
+      def freeze
+        @fd.freeze
+        super
+      end
+    end
+
+    # librdkafka properties, Symbol or String keys.
+    attr_accessor :kafka
+    # Names the client in events and thread names; default: a unique generated id.
+    attr_accessor :id
+    # Receives librdkafka's log lines.
+    attr_accessor :logger
+    # A Sluice::Monitor to share between clients; default: one per client.
+    attr_accessor :monitor
+    attr_reader :polling
+
+    def initialize
+      @kafka = {}
+      @id = "sluice-#{SecureRandom.hex(6)}"
+      @logger = Logger.new($stderr, level: Logger::WARN, progname: "sluice")
+      @monitor = nil
+      @polling = Polling.new
+    end
+
+    # @raise [Errors::ConfigurationInvalidError] naming the first bad setting
+    def validate!
+      validate_kafka!
+      invalid!("id must be a non-empty String") unless @id.is_a?(String) && !@id.empty?
+      invalid!("logger must respond to #add (Logger.new(nil) discards librdkafka's logs)") unless @logger.respond_to?(:add)
+      validate_polling!
+      self
+    end
+
+    # librdkafka properties as [[String, String], ...]
+    def kafka_pairs
+      @kafka.map { |name, value| [name.to_s, value.to_s] }
+    end
+
+    def kafka_setting(name)
+      @kafka.each { |key, value| return value.to_s if key.to_s == name }
+      nil
+    end
+
+    def freeze
+      @kafka = @kafka.dup.freeze
+      @polling.freeze
+      super
+    end
+
+    private
+
+    def validate_kafka!
+      invalid!("kafka must be a Hash of librdkafka properties, got #{@kafka.class}") unless @kafka.is_a?(Hash)
+      @kafka.each do |name, value|
+        invalid!("kafka property names must be Symbols or Strings, got #{name.inspect}") unless name.is_a?(Symbol) || name.is_a?(String)
+        invalid!("kafka property #{name.inspect} contains a NUL byte") if name.to_s.include?("\0") || value.to_s.include?("\0")
+        next if [String, Symbol, Integer, Float, true, false].any? { |kind| kind === value } # rubocop:disable Style/CaseEquality
+
+        invalid!("kafka property #{name} must be a String, Symbol, number or boolean, got #{value.inspect}")
+      end
+    end
+
+    def validate_polling!
+      invalid!("polling.mode must be one of #{Polling::MODES.inspect}, got #{@polling.mode.inspect}") unless Polling::MODES.include?(@polling.mode)
+      invalid!("polling.poller is for :fd mode; :thread mode polls each client in its own thread") if @polling.mode == :thread && @polling.poller
+      invalid!("polling.poller must be a Sluice::Polling::Poller") if @polling.poller && !@polling.poller.is_a?(Sluice::Polling::Poller)
+      positive!("polling.fd.max_time", @polling.fd.max_time)
+      positive!("polling.fd.periodic_poll_interval", @polling.fd.periodic_poll_interval)
+    end
+
+    def positive!(name, value)
+      invalid!("#{name} must be a positive number of milliseconds, got #{value.inspect}") unless value.is_a?(Numeric) && value.positive?
+    end
+
+    def non_negative!(name, value)
+      invalid!("#{name} must be a number of milliseconds >= 0, got #{value.inspect}") unless value.is_a?(Numeric) && !value.negative?
+    end
+
+    def invalid!(message)
+      raise Errors::ConfigurationInvalidError, message
+    end
+  end
+end

@@ -1,0 +1,277 @@
+# frozen_string_literal: true
+
+module Sluice
+  # A Kafka consumer-group member over librdkafka.
+  #
+  #   consumer = Sluice::Consumer.new do |config|
+  #     config.kafka = { "bootstrap.servers": "127.0.0.1:9092", "group.id": "billing" }
+  #   end
+  #   consumer.subscribe("orders")
+  #   consumer.each_message { |message| bill(message.payload) }
+  #
+  # No thread of its own: the application's thread or fiber reads the
+  # messages, waiting on the consumer queue's pipe through Ruby's IO (under a
+  # fiber scheduler the fiber yields), while the consumer's background events
+  # (errors, statistics, OAuth refresh, commit results) are served by the
+  # shared poller (:fd), or by one thread of its own (:thread).
+  #
+  # At least once: each_message stores a message's offset after its block
+  # returned, each_batch a batch's; librdkafka commits stored offsets in the
+  # background and close commits them. One reader (thread or fiber) at a time.
+  class Consumer
+    include Lifecycle
+
+    attr_reader :id, :config, :monitor
+
+    # @yieldparam config [Consumer::Config]
+    # @raise [Errors::ConfigurationInvalidError] (also for a producer property,
+    #   or a missing group.id)
+    def initialize
+      @config = Config.new
+      yield @config if block_given?
+      @config.validate!.freeze
+      @id = @config.id
+      @monitor = @config.monitor || Monitor.new(logger: @config.logger)
+      @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
+      @lifecycle = Mutex.new
+      @closed = false
+      connect
+      Shutdown.track(self)
+    end
+
+    # Joins the group for these topics (replacing an earlier subscription).
+    # @raise [Errors::ConsumerError]
+    def subscribe(*topics)
+      topics = topics.flatten.map(&:to_s)
+      raise ArgumentError, "subscribe needs at least one topic" if topics.empty?
+
+      check(open_client.subscribe(topics), "subscribe")
+      nil
+    end
+
+    def unsubscribe = check(open_client.unsubscribe, "unsubscribe") && nil
+
+    # Reads outside a group: { topic => [partition, ...] } from the committed
+    # (or auto.offset.reset) position, or { topic => { partition => offset } }.
+    def assign(assignments)
+      pairs = assignments.flat_map do |topic, partitions|
+        partitions.is_a?(Hash) ? partitions.map { |p, offset| [topic.to_s, p, offset] } : partitions.map { |p| [topic.to_s, p] }
+      end
+      error = open_client.assign(pairs, false)
+      raise Errors::ConsumerError.new("assign", KafkaError.from_tuple(error)) if error
+    end
+
+    # Yields every message until #stop or #close; stores its offset once the
+    # block returned. When the block raises, that offset is not stored, the
+    # partition goes back to that message (it is read again, here or by the
+    # partition's next owner) and the exception propagates.
+    # @yieldparam message [Message]
+    def each_message
+      @inbox.reading do
+        while (message = @inbox.take(nil))
+          begin
+            yield message
+          rescue Exception # rubocop:disable Lint/RescueException -- any way out: the message was not processed
+            rewind([message])
+            raise
+          end
+          @inbox.processed(message)
+        end
+      end
+    ensure
+      after_reading
+    end
+
+    # Yields batches of up to max_items messages (waiting up to max_wait ms
+    # for a batch to fill) until #stop or #close; stores the batch's offsets
+    # once the block returned. When the block raises, each partition goes back
+    # to its first message of the batch and the exception propagates.
+    # @yieldparam messages [Array<Message>]
+    def each_batch(max_items: 500, max_wait: 100)
+      raise ArgumentError, "max_items must be a positive Integer" unless max_items.is_a?(Integer) && max_items.positive?
+
+      @inbox.reading do
+        while (batch = @inbox.take_batch(max_items, max_wait))
+          next if batch.empty?
+
+          begin
+            yield batch
+          rescue Exception # rubocop:disable Lint/RescueException -- any way out: the batch was not processed
+            rewind(batch)
+            raise
+          end
+          @inbox.processed_batch(batch)
+        end
+      end
+    ensure
+      after_reading
+    end
+
+    # The next message within timeout_ms, or nil. Its offset is not stored:
+    # call #store_offset once it is processed.
+    # @return [Message, nil]
+    def poll(timeout_ms)
+      open_client
+      @inbox.reading { @inbox.take(timeout_ms) }
+    end
+
+    # What the next commit commits for the message's partition: the offset after it.
+    def store_offset(message)
+      open_client.store_offsets([message], 1)
+      nil
+    end
+
+    # Commits the stored offsets. Synchronous unless async: then the result
+    # is reported by consumer.offsets_committed (and error.occurred).
+    # @raise [Errors::ConsumerError]
+    def commit(async: false)
+      client = open_client
+      @inbox.store_processed
+      check(async ? client.commit(nil, true) : Blocking.call { client.commit(nil, false) }, "commit")
+      nil
+    end
+
+    # Stops fetching partition (messages already fetched for it are not handed out).
+    def pause(topic, partition) = pause_or_resume(:pause, topic, partition)
+
+    def resume(topic, partition) = pause_or_resume(:resume, topic, partition)
+
+    # The next message of partition will be the one at offset.
+    # @raise [Errors::ConsumerStateError] the partition is not assigned
+    def seek(topic, partition, offset)
+      assigned!(topic, partition)
+      seek_to([[topic.to_s, partition, offset]])
+    end
+
+    # @return [Hash{String => Array<Integer>}]
+    def assignment = by_topic(open_client.assignment) { |_, partition| partition }.transform_values(&:sort)
+
+    # Committed offsets of the assignment (-1001: none committed yet).
+    # @return [Hash{String => Hash{Integer => Integer}}]
+    def committed
+      client = open_client
+      pairs = client.assignment.map { |topic, partition| [topic, partition] }
+      return {} if pairs.empty?
+
+      error, offsets = Blocking.call { client.committed(pairs, @config.max_wait_timeout) }
+      check(error.zero? ? nil : error, "committed")
+      by_topic(offsets).transform_values(&:to_h)
+    end
+
+    # Messages behind the end of each assigned partition, counted from the
+    # committed offset (from the start of the partition when none is).
+    # @return [Hash{String => Hash{Integer => Integer}}]
+    def lag
+      committed.to_h do |topic, offsets|
+        [topic, offsets.to_h { |partition, offset| [partition, lag_of(topic, partition, offset)] }]
+      end
+    end
+
+    # each_message, each_batch and poll return after the current message or
+    # batch. Safe from any thread, fiber or signal handler.
+    def stop = @inbox.stop
+
+    # Answers an `oauthbearer.token_refresh` event.
+    def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
+      error = open_client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
+      raise KafkaError.new(*error) if error
+    end
+
+    def closed? = @closed
+
+    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{@closed ? "closed" : "open"}>"
+
+    # @api private — the native handle (Producer#transaction_mark_as_consumed)
+    def native = open_client
+
+    private
+
+    def connect
+      client = Native::Consumer.new(@config.kafka_pairs)
+      state = Polling::State.new(kind: :consumer, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS,
+                                 logger: @config.logger, max_time: @config.polling.fd.max_time,
+                                 periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
+      @poller.register(state)
+      @client = client
+      @state = state
+      @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2,
+                         rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), instrument: method(:instrument)),
+                         report_error: ->(error) { instrument("error.occurred", type: "consumer.error", error: error) })
+    rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
+      @poller.unregister(state) if state
+      client&.destroy
+      raise
+    end
+
+    # Nobody waits on a consumer's main-queue events (no delivery handles).
+    NO_WAITERS = Object.new.tap { |o| o.define_singleton_method(:notify) { nil } }.freeze
+    private_constant :NO_WAITERS
+
+    def open_client
+      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
+
+      @client
+    end
+
+    def check(error, action)
+      return true unless error
+
+      raise Errors::ConsumerError.new(action, KafkaError.new(error))
+    end
+
+    def instrument(name, payload = {}) = @monitor.instrument(name, { consumer_id: @id }.merge!(payload))
+
+    # A revoke with auto commit: what was processed on those partitions is
+    # committed before they go (a failure is reported; the next owner then
+    # reads those messages again: at least once).
+    def commit_before_revoke
+      return unless @config.auto_commit?
+
+      error = Blocking.call { @client.commit(nil, false) }
+      instrument("error.occurred", type: "consumer.commit_error", error: KafkaError.new(error)) if error
+    end
+
+    # The messages' partitions go back to their first one here: none of them
+    # was processed, so none may be skipped.
+    def rewind(messages)
+      @inbox.store_processed
+      firsts = messages.group_by { |m| [m.topic, m.partition] }.map { |(topic, partition), list| [topic, partition, list.first.offset] }
+      seek_to(firsts)
+    rescue Errors::BaseError => e
+      instrument("error.occurred", type: "consumer.rewind_error", error: e)
+    end
+
+    def seek_to(positions)
+      client = open_client
+      @inbox.drop(positions.map { |topic, partition| [topic, partition] })
+      error, = Blocking.call { client.seek(positions, @config.max_wait_timeout) }
+      raise Errors::ConsumerError.new("seek", KafkaError.from_tuple(error)) if error
+    end
+
+    def pause_or_resume(action, topic, partition)
+      assigned!(topic, partition)
+      results = open_client.public_send(action, [[topic.to_s, partition]])
+      @inbox.drop([[topic.to_s, partition]]) if action == :pause
+      _, _, _, error = results.first
+      check(error.zero? ? nil : error, action.to_s)
+      nil
+    end
+
+    def assigned!(topic, partition)
+      return if open_client.assignment.any? { |t, p| t == topic.to_s && p == partition }
+
+      raise Errors::ConsumerStateError, "#{topic}/#{partition} is not assigned to consumer #{@id} (assignment: #{assignment.inspect})"
+    end
+
+    def lag_of(topic, partition, committed_offset)
+      error, low, high = Blocking.call { @client.watermarks(topic, partition, @config.max_wait_timeout) }
+      check(error.zero? ? nil : error, "watermarks")
+      [high - (committed_offset.negative? ? low : committed_offset), 0].max
+    end
+
+    def by_topic(partitions, &value)
+      value ||= proc { |_, partition, offset| [partition, offset] }
+      partitions.group_by(&:first).transform_values { |list| list.map { |entry| value.call(*entry) } }
+    end
+  end
+end

@@ -1,0 +1,213 @@
+# frozen_string_literal: true
+
+require "io/wait"
+
+module Sluice
+  class Consumer
+    # The consumer queue as the application reads it.
+    #
+    # Waits on the queue's wake-up pipe through Ruby's IO, so under a fiber
+    # scheduler the waiting fiber yields and no thread is needed per consumer;
+    # drains the queue without blocking (Native::Consumer#consume), and deals
+    # with what is not a message, in order: a rebalance is answered before
+    # anything fetched after it is handed out (Rebalancer), a consumer error is
+    # reported. A wait never lasts longer than half of max.poll.interval.ms, so
+    # a consumer that waits on an idle topic still counts as polling.
+    #
+    # Offsets: a message handed out is stored once the application is done
+    # with it (#processed), in bulk before the next drain; what was fetched
+    # for a partition given up (revoked, paused, seeked) is dropped unread.
+    class Inbox
+      EMPTY = [].freeze
+      # Items taken from the queue per drain, and the time that may take (ms).
+      DRAIN_ITEMS = 2_000
+      DRAIN_BUDGET = 50
+
+      def initialize(client:, rebalancer:, report_error:, keepalive_ms:)
+        @client = client
+        @rebalancer = rebalancer
+        @report_error = report_error
+        @keepalive = keepalive_ms / 1000.0
+        @io = IO.for_fd(client.message_fd, autoclose: false) # the native client owns the fd
+        @io_lock = Mutex.new # held while waiting: the fd is closed only once nobody waits on it
+        @items = EMPTY
+        @at = 0
+        @done = [] # handed out and processed, offsets not stored yet
+        @stopped = false
+        @reader = nil
+        @reader_lock = Mutex.new
+        @idle = ConditionVariable.new
+      end
+
+      # The next message, or nil when timeout_ms (nil: no limit) passed or #stop
+      # was called.
+      def take(timeout_ms)
+        deadline = timeout_ms && now + (timeout_ms / 1000.0)
+        loop do
+          while @at < @items.size
+            item = @items[@at]
+            @at += 1
+            return item if item.is_a?(Message)
+
+            control(item)
+          end
+          return nil if @stopped
+          next if refill
+
+          return nil if deadline && now >= deadline
+
+          wait(deadline)
+        end
+      end
+
+      # Up to max_items messages, waiting up to max_wait_ms for the batch to
+      # fill. [] when none came; nil once stopped (and nothing was taken).
+      def take_batch(max_items, max_wait_ms)
+        batch = []
+        deadline = now + (max_wait_ms / 1000.0)
+        loop do
+          fill(batch, max_items)
+          return batch if batch.size >= max_items
+          return (batch.empty? ? nil : batch) if @stopped
+          next if refill
+          return batch if now >= deadline
+
+          wait(deadline)
+        end
+      end
+
+      # The application is done with message: its offset is stored (soon).
+      def processed(message) = @done << message
+
+      def processed_batch(messages)
+        @client.store_offsets(messages, messages.size)
+      end
+
+      # Stores the offsets of what was processed (before a commit, a revoke, close).
+      def store_processed
+        return if @done.empty?
+
+        @client.store_offsets(@done, @done.size)
+        @done.clear
+      end
+
+      # Drops what was fetched, not handed out, for these [topic, partition] pairs.
+      def drop(partitions)
+        return if @at >= @items.size
+
+        gone = partitions.to_h { |topic, partition| [[topic, partition], true] }
+        @items = @items[@at..].reject { |item| item.is_a?(Message) && gone[[item.topic, item.partition]] }
+        @at = 0
+      end
+
+      # Ends a wait in progress and every take after the current one.
+      # Safe from any thread, fiber or signal handler.
+      def stop
+        @stopped = true
+        @client.wake_messages
+      end
+
+      def stopped? = @stopped
+
+      # Serves the queue until librdkafka finished leaving the group (after
+      # Native::Consumer#close_begin): rebalances answered, messages dropped.
+      def serve_until_closed(deadline)
+        until @client.consumer_closed?
+          @client.consume(DRAIN_ITEMS, DRAIN_BUDGET).each { |item| control(item) unless item.is_a?(Message) } # messages: dropped
+          break if now >= deadline
+
+          wait(deadline) unless @client.consume_exhausted?
+        end
+      end
+
+      # Runs the block as the consumer's only reader (one thread or fiber at a time).
+      def reading
+        @reader_lock.synchronize do
+          busy = @reader && !@reader.equal?(Fiber.current)
+          raise Errors::ConsumerStateError, "this consumer is already being read by another thread or fiber" if busy
+
+          @reader = Fiber.current
+        end
+        yield
+      ensure
+        @reader_lock.synchronize do
+          @reader = nil if @reader.equal?(Fiber.current)
+          @idle.broadcast
+        end
+      end
+
+      def reading? = !@reader.nil?
+
+      def reader?(fiber) = @reader.equal?(fiber)
+
+      # Waits (at most seconds) for the reader to return. @return [Boolean] it did
+      def wait_idle(seconds)
+        deadline = now + seconds
+        @reader_lock.synchronize do
+          while @reader
+            left = deadline - now
+            return false if left <= 0
+
+            @idle.wait(@reader_lock, left)
+          end
+        end
+        true
+      end
+
+      # Waits are over for good; the native client may close the pipe after this.
+      def shut = @io_lock.synchronize { @io = nil }
+
+      private
+
+      # Drains the queue into @items (what was left unread is kept first).
+      # @return [Boolean] something came
+      def refill
+        return false unless @at >= @items.size
+
+        store_processed
+        @items = @client.consume(DRAIN_ITEMS, DRAIN_BUDGET)
+        @at = 0
+        !@items.empty?
+      end
+
+      def fill(batch, max_items)
+        while @at < @items.size && batch.size < max_items
+          item = @items[@at]
+          @at += 1
+          next batch << item if item.is_a?(Message)
+
+          given_up = control(item)
+          batch.reject! { |message| given_up.include?([message.topic, message.partition]) } unless given_up.empty?
+        end
+      end
+
+      # @return [Array<Array(String, Integer)>] partitions given up (their
+      #   messages not handed out yet are dropped)
+      def control(item)
+        case item.first
+        when :rebalance
+          store_processed # what was processed is committed before partitions go
+          given_up = @rebalancer.call(*item.drop(1))
+          drop(given_up)
+          given_up
+        when :error
+          @report_error.call(KafkaError.new(item[1], item[2], fatal: item[3]))
+          EMPTY
+        else
+          EMPTY
+        end
+      end
+
+      # Until the deadline, and at most half of max.poll.interval.ms: the
+      # drain after it counts as polling (librdkafka's own test).
+      def wait(deadline)
+        return if @client.consume_exhausted? # the pipe is empty but events are left: no wake-up will come
+
+        left = deadline ? [deadline - now, @keepalive].min : @keepalive
+        @io_lock.synchronize { @io&.wait_readable(left) if left.positive? && !@stopped }
+      end
+
+      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

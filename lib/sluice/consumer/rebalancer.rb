@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+module Sluice
+  class Consumer
+    # Answers the rebalances librdkafka hands the consumer as events on its
+    # queue (no librdkafka -> Ruby callback): assigns what the group
+    # coordinator gave, and before partitions are given up commits their
+    # stored offsets, so their next owner starts after what was processed
+    # here. Both the eager and the cooperative-sticky protocols: cooperative
+    # rebalances assign and revoke increments.
+    class Rebalancer
+      def initialize(client:, commit:, instrument:)
+        @client = client
+        @commit = commit
+        @instrument = instrument
+      end
+
+      # @param kind [Symbol] :assign, :revoke or :error (librdkafka could not rebalance)
+      # @param partitions [Array] [[topic, partition, offset, err], ...]
+      # @return [Array<Array(String, Integer)>] the partitions given up
+      def call(kind, partitions, protocol, code)
+        @answered = false
+        pairs = partitions.map { |topic, partition| [topic, partition] }
+        incremental = protocol == "COOPERATIVE"
+        case kind
+        when :assign then assign(pairs, incremental)
+        when :revoke then revoke(pairs, incremental)
+        else fail_safe(code)
+        end
+      rescue Exception # rubocop:disable Lint/RescueException -- librdkafka must never be left waiting for the answer
+        @client.unassign(nil, false) unless @answered
+        raise
+      end
+
+      private
+
+      def assign(pairs, incremental)
+        answered!(@client.assign(pairs, incremental), "assign")
+        @instrument.call("consumer.partitions_assigned", partitions: by_topic(pairs))
+        []
+      end
+
+      # A lost assignment (the group went on without us) has nothing to commit.
+      def revoke(pairs, incremental)
+        @commit.call unless @client.assignment_lost?
+        answered!(@client.unassign(pairs, incremental), "unassign")
+        @instrument.call("consumer.partitions_revoked", partitions: by_topic(pairs))
+        pairs
+      end
+
+      # librdkafka's advice for any other rebalance error: drop the whole
+      # assignment to resynchronise.
+      def fail_safe(code)
+        pairs = @client.assignment.map { |topic, partition| [topic, partition] }
+        answered!(@client.unassign(nil, false), "unassign")
+        @instrument.call("error.occurred", type: "consumer.rebalance_error", error: KafkaError.new(code))
+        @instrument.call("consumer.partitions_revoked", partitions: by_topic(pairs)) unless pairs.empty?
+        pairs
+      end
+
+      def answered!(error, action)
+        @answered = true
+        return unless error
+
+        @instrument.call("error.occurred", type: "consumer.rebalance_error",
+                                           error: Errors::ConsumerError.new(action, KafkaError.from_tuple(error)))
+      end
+
+      def by_topic(pairs) = pairs.group_by(&:first).transform_values { |list| list.map(&:last).sort }
+    end
+  end
+end
