@@ -25,7 +25,7 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
 
   let(:topic) { TestCluster.create_topic("sluice-failover-#{SecureRandom.hex(4)}", 3) }
 
-  def cluster_producer(kafka, **settings)
+  def cluster_producer(kafka:, **settings)
     producer = build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS }.merge(kafka), **settings)
     errors = Hash.new(0)
     producer.monitor.subscribe("error.occurred") do |event|
@@ -69,7 +69,7 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
   end
 
   it "(a) an idempotent producer loses, duplicates and reorders nothing while two partition leaders are killed" do
-    producer, errors = cluster_producer("enable.idempotence": true)
+    producer, errors = cluster_producer(kafka: { "enable.idempotence": true })
     handles = []
     chaos = nil
     started = now
@@ -110,7 +110,7 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
     # with CONCURRENT_TRANSACTIONS for longer, and the aborts on purpose here
     # met it within seconds of the kill. wait_timeout_on_transaction_abort is
     # sluice's answer to it.
-    producer, errors = cluster_producer({ "transactional.id": transactional_id }, wait_timeout_on_transaction_abort: 5_000)
+    producer, errors = cluster_producer(kafka: { "transactional.id": transactional_id }, wait_timeout_on_transaction_abort: 5_000)
     outcomes = Hash.new { |h, k| h[k] = [] } # :committed, :aborted (on purpose), :failed => [batch, ...]
     failures = Hash.new(0)
     seq = 0
