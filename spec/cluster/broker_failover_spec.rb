@@ -103,13 +103,14 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
 
   it "(b) a transactional producer's committed messages are read exactly once, its aborted ones never, while the coordinator is killed" do
     transactional_id = "sluice-failover-#{SecureRandom.hex(4)}"
-    # An abort while librdkafka 2.0.2 still registers the transaction's partitions
-    # fails fatally with invalid_txn_state (librdkafka issue 4849, see
-    # spec/integration/transaction_lifecycle_spec.rb): a new coordinator, still
-    # writing the markers of the transaction before, answers the registration
-    # with CONCURRENT_TRANSACTIONS for longer, and the aborts on purpose here
-    # met it within seconds of the kill. wait_timeout_on_transaction_abort is
-    # sluice's answer to it.
+    # An abort on purpose right after producing races librdkafka 2.0.2's
+    # registration of the transaction's partitions (librdkafka issue 4849, see
+    # spec/integration/transaction_lifecycle_spec.rb): EndTxn meets
+    # CONCURRENT_TRANSACTIONS, then invalid_txn_state, which librdkafka makes
+    # fatal, and every later transaction fails. Without
+    # wait_timeout_on_transaction_abort (sluice's answer: wait for the first
+    # delivery) two of two runs here lost the producer that way, a few
+    # seconds after the kill, in the 20th to 40th transaction.
     producer, errors = cluster_producer(kafka: { "transactional.id": transactional_id }, wait_timeout_on_transaction_abort: 5_000)
     outcomes = Hash.new { |h, k| h[k] = [] } # :committed, :aborted (on purpose), :failed => [batch, ...]
     failures = Hash.new(0)

@@ -31,9 +31,14 @@ module TestCluster
 
     # SIGKILL, then wait until the controller has fenced the node: none of the
     # partitions it led (of the topics given) is led by it any more.
-    def kill(node, topics)
+    def kill(node, topics, timeout: 60)
       cluster("kill", node.to_s)
-      sleep(0.2) until topics.all? { |topic| (leaders(topic).values & [node, -1]).empty? }
+      deadline = now + timeout
+      until topics.all? { |topic| (leaders(topic).values & [node, -1]).empty? }
+        raise "node #{node} still leads partitions of #{topics.join(", ")} #{timeout}s after SIGKILL" if now > deadline
+
+        sleep(0.2)
+      end
     end
 
     # Starts the node again and waits until every partition has its full ISR.
@@ -68,10 +73,12 @@ module TestCluster
 
     private
 
+    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
     def read_to_eof(consumer, timeout)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      deadline = now + timeout
       messages = []
-      until Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      until now > deadline
         _topic, _partition, offset, _key, payload, _headers, _timestamp, error = consumer.poll(500)
         return messages if error == PARTITION_EOF
 
