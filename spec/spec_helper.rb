@@ -13,6 +13,9 @@ RSpec.configure do |config|
   config.example_status_persistence_file_path = File.expand_path("../tmp/rspec-status.txt", __dir__)
   config.include SpecHelpers
 
+  # Broker-failure specs need the three-node cluster and a few minutes: bin/test-cluster runs them.
+  config.filter_run_excluding :cluster unless ENV["SLUICE_CLUSTER_SPECS"] == "1"
+
   # Integration specs need the broker and the shared topics (created once, up
   # front: a first message to a missing topic waits for auto-creation).
   config.before(:suite) { TestKafka.prepare! if RSpec.world.example_groups.any? { |g| g.metadata[:kafka] } }

@@ -1,0 +1,97 @@
+# frozen_string_literal: true
+
+require "open3"
+
+# The three-node cluster of the broker-failure specs (spec/cluster): started,
+# killed and restarted one node at a time by `bin/kafka cluster`, and read back
+# to the end of each partition.
+module TestCluster
+  PORT = Integer(ENV.fetch("KAFKA_CLUSTER_PORT", "19092"))
+  BROKERS = Array.new(3) { |i| "127.0.0.1:#{PORT + i}" }.join(",")
+  SCRIPT = File.expand_path("../../bin/kafka", __dir__)
+  PARTITION_EOF = Sluice::KafkaError.number_for(:partition_eof)
+
+  class << self
+    # Starts whatever nodes are not running. @return [Boolean] whether all were already up
+    def start
+      running = running?
+      cluster("start") unless running
+      cluster("wait-isr")
+      running
+    end
+
+    def stop = cluster("stop")
+
+    def running? = system(SCRIPT, "cluster", "status", out: File::NULL, err: File::NULL)
+
+    def create_topic(name, partitions)
+      cluster("topic", name, partitions.to_s)
+      name
+    end
+
+    # SIGKILL, then wait until the controller has fenced the node: none of the
+    # partitions it led (of the topics given) is led by it any more.
+    def kill(node, topics, timeout: 60)
+      cluster("kill", node.to_s)
+      deadline = now + timeout
+      until topics.all? { |topic| (leaders(topic).values & [node, -1]).empty? }
+        raise "node #{node} still leads partitions of #{topics.join(", ")} #{timeout}s after SIGKILL" if now > deadline
+
+        sleep(0.2)
+      end
+    end
+
+    # Starts the node again and waits until every partition has its full ISR.
+    def restart(node) = cluster("restart", node.to_s)
+
+    # @return [Hash{Integer => Integer}] partition => leading node id (-1: none)
+    def leaders(topic)
+      cluster("describe", topic).scan(/Partition: (\d+)\s+Leader: (-?\d+)/).to_h { |p, l| [Integer(p), Integer(l)] }
+    end
+
+    # The __transaction_state partition (so the coordinator) of a
+    # transactional.id: Kafka's abs(String#hashCode) % partition count.
+    def coordinator(transactional_id)
+      states = leaders("__transaction_state")
+      hash = transactional_id.encode("UTF-16BE").unpack("n*").reduce(0) { |h, c| ((h * 31) + c) & 0xffffffff }
+      hash -= 1 << 32 if hash >= 1 << 31
+      states.fetch(hash == -(1 << 31) ? 0 : hash.abs % states.size)
+    end
+
+    # Every message of topic/partition, from the beginning to the end.
+    # @return [Array<Array(Integer, String)>] [offset, payload] in log order
+    def read_partition(topic, partition, isolation:, timeout: 60)
+      consumer = Sluice::Native::Consumer.new(
+        [["bootstrap.servers", BROKERS], ["group.id", "sluice-cluster-spec-#{rand(1 << 30)}"], ["enable.auto.commit", "false"],
+         ["isolation.level", isolation], ["enable.partition.eof", "true"]]
+      )
+      consumer.assign([[topic, partition, -2]])
+      read_to_eof(consumer, timeout)
+    ensure
+      consumer&.close
+    end
+
+    private
+
+    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+    def read_to_eof(consumer, timeout)
+      deadline = now + timeout
+      messages = []
+      until now > deadline
+        _topic, _partition, offset, _key, payload, _headers, _timestamp, error = consumer.poll(500)
+        return messages if error == PARTITION_EOF
+
+        messages << [offset, payload] if error&.zero?
+      end
+      raise "no end of partition within #{timeout}s (#{messages.size} messages read)"
+    end
+
+    def cluster(*args)
+      output, status = Open3.capture2e(SCRIPT, "cluster", *args)
+      raise "bin/kafka cluster #{args.join(" ")} failed:\n#{output}" unless status.success?
+
+      output
+    end
+  end
+end
