@@ -100,6 +100,15 @@ static int take_event(client_t *c, rd_kafka_event_t *ev, VALUE batch) {
         return 1;
     }
     case RD_KAFKA_EVENT_ERROR:
+        if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__PARTITION_EOF) { /* how 2.0.2 reports it */
+            rd_kafka_topic_partition_t *tp = rd_kafka_event_topic_partition(ev);
+            if (tp) {
+                rb_ary_push(batch, rb_ary_new_from_args(4, sym_eof, rb_str_new_cstr(tp->topic), INT2FIX(tp->partition),
+                                                        LL2NUM(tp->offset)));
+                rd_kafka_topic_partition_destroy(tp);
+                return 0;
+            }
+        }
         rb_ary_push(batch, rb_ary_new_from_args(4, sym_error, INT2FIX(rd_kafka_event_error(ev)),
                                                 sluice_str_or_nil(rd_kafka_event_error_string(ev)),
                                                 rd_kafka_event_error_is_fatal(ev) ? Qtrue : Qfalse));

@@ -167,6 +167,16 @@ module Sluice
       end
     end
 
+    # The partition's low and high watermarks (first offset, offset after the last) on the broker.
+    # @return [Array(Integer, Integer)]
+    # @raise [Errors::ConsumerError]
+    def query_watermark_offsets(topic, partition)
+      client = open_client
+      error, low, high = Blocking.call { client.watermarks(topic.to_s, partition, @config.max_wait_timeout) }
+      check(error.zero? ? nil : error, "query_watermark_offsets")
+      [low, high]
+    end
+
     # each_message, each_batch and poll return after the current message or
     # batch. Safe from any thread, fiber or signal handler.
     def stop = @inbox.stop
@@ -196,7 +206,7 @@ module Sluice
       @state = state
       @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2,
                          rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), instrument: method(:instrument)),
-                         report_error: ->(error) { instrument("error.occurred", type: "consumer.error", error: error) })
+                         instrument: method(:instrument))
     rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
       @poller.unregister(state) if state
       client&.destroy
@@ -264,8 +274,7 @@ module Sluice
     end
 
     def lag_of(topic, partition, committed_offset)
-      error, low, high = Blocking.call { @client.watermarks(topic, partition, @config.max_wait_timeout) }
-      check(error.zero? ? nil : error, "watermarks")
+      low, high = query_watermark_offsets(topic, partition)
       [high - (committed_offset.negative? ? low : committed_offset), 0].max
     end
 

@@ -20,6 +20,7 @@ module Sluice
       consumer.partitions_assigned
       consumer.partitions_revoked
       consumer.offsets_committed
+      consumer.partition_eof
       consumer.closed
       poller.consumer_registered
       poller.consumer_unregistered

@@ -9,7 +9,6 @@ module TestCluster
   PORT = Integer(ENV.fetch("KAFKA_CLUSTER_PORT", "19092"))
   BROKERS = Array.new(3) { |i| "127.0.0.1:#{PORT + i}" }.join(",")
   SCRIPT = File.expand_path("../../bin/kafka", __dir__)
-  PARTITION_EOF = Sluice::KafkaError.number_for(:partition_eof)
 
   class << self
     # Starts whatever nodes are not running. @return [Boolean] whether all were already up
@@ -58,15 +57,19 @@ module TestCluster
       states.fetch(hash == -(1 << 31) ? 0 : hash.abs % states.size)
     end
 
-    # Every message of topic/partition, from the beginning to the end.
+    # Every message of topic/partition, from the beginning to the end (the
+    # partition's EOF: with read_committed, its last stable offset).
     # @return [Array<Array(Integer, String)>] [offset, payload] in log order
     def read_partition(topic, partition, isolation:, timeout: 60)
-      consumer = Sluice::Native::Consumer.new(
-        [["bootstrap.servers", BROKERS], ["group.id", "sluice-cluster-spec-#{rand(1 << 30)}"], ["enable.auto.commit", "false"],
-         ["isolation.level", isolation], ["enable.partition.eof", "true"]]
-      )
-      consumer.assign([[topic, partition, -2]])
-      read_to_eof(consumer, timeout)
+      consumer = Sluice::Consumer.new do |config|
+        config.kafka = { "bootstrap.servers": BROKERS, "group.id": "sluice-cluster-spec-#{rand(1 << 30)}",
+                         "enable.auto.commit": false, "isolation.level": isolation, "enable.partition.eof": true }
+        config.logger = Logger.new(nil)
+      end
+      at_end = false
+      consumer.monitor.subscribe("consumer.partition_eof") { at_end = true }
+      consumer.assign(topic => { partition => -2 }) # from the beginning
+      read_to_eof(consumer, -> { at_end }, timeout)
     ensure
       consumer&.close
     end
@@ -75,14 +78,13 @@ module TestCluster
 
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-    def read_to_eof(consumer, timeout)
+    def read_to_eof(consumer, at_end, timeout)
       deadline = now + timeout
       messages = []
-      until now > deadline
-        _topic, _partition, offset, _key, payload, _headers, _timestamp, error = consumer.poll(500)
-        return messages if error == PARTITION_EOF
-
-        messages << [offset, payload] if error&.zero?
+      while now < deadline
+        message = consumer.poll(500)
+        messages << [message.offset, message.payload] if message
+        return messages if at_end.call
       end
       raise "no end of partition within #{timeout}s (#{messages.size} messages read)"
     end

@@ -23,10 +23,10 @@ module Sluice
       DRAIN_ITEMS = 2_000
       DRAIN_BUDGET = 50
 
-      def initialize(client:, rebalancer:, report_error:, keepalive_ms:)
+      def initialize(client:, rebalancer:, instrument:, keepalive_ms:)
         @client = client
         @rebalancer = rebalancer
-        @report_error = report_error
+        @instrument = instrument
         @keepalive = keepalive_ms / 1000.0
         @io = IO.for_fd(client.message_fd, autoclose: false) # the native client owns the fd
         @io_lock = Mutex.new # held while waiting: the fd is closed only once nobody waits on it
@@ -191,7 +191,10 @@ module Sluice
           drop(given_up)
           given_up
         when :error
-          @report_error.call(KafkaError.new(item[1], item[2], fatal: item[3]))
+          @instrument.call("error.occurred", type: "consumer.error", error: KafkaError.new(item[1], item[2], fatal: item[3]))
+          EMPTY
+        when :eof # with enable.partition.eof: nothing more in the partition for now
+          @instrument.call("consumer.partition_eof", topic: item[1], partition: item[2], offset: item[3])
           EMPTY
         else
           EMPTY
