@@ -21,6 +21,7 @@
 typedef struct {
     char *name;
     size_t len;
+    int conf_id; /* 0: the producer's own topic settings; n: topic_confs[n - 1] */
     rd_kafka_topic_t *rkt;
 } topic_entry_t;
 
@@ -45,6 +46,8 @@ typedef struct {
     VALUE notifier;            /* given to every handle: wakes its waiters */
     topic_entry_t topics[TOPIC_CACHE_MAX]; /* topic handles, so produce skips librdkafka's by-name lookup */
     int topic_count;
+    rd_kafka_topic_conf_t **topic_confs; /* variants' topic settings (#add_topic_config), opaque = their id */
+    int topic_conf_count, topic_conf_capa;
 } client_t;
 
 extern VALUE sluice_cClient;
@@ -89,6 +92,7 @@ VALUE sluice_str_or_nil(const char *s);
 /* produce.c: what the drain and destroy need of the in-flight table and topic cache. */
 VALUE sluice_inflight_release(client_t *c, long slot);
 void sluice_topics_release(client_t *c);
+void sluice_topic_confs_release(client_t *c);
 
 void sluice_init_drain(VALUE klass);
 void sluice_init_admin(VALUE klass);
