@@ -124,7 +124,7 @@ RSpec.describe "Producer status and events (#{TestKafka::MODE} mode)", :kafka do
         raise Sluice::AbortTransaction
       end
       expect(events.events.map(&:id)).to eq(%w[transaction.started transaction.committed transaction.finished
-                                                transaction.started transaction.aborted transaction.finished])
+                                               transaction.started transaction.aborted transaction.finished])
       expect(events.events.select { |e| e.id == "transaction.finished" }.map { |e| e[:time] }).to all(be > 0)
     end
 
