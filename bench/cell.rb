@@ -154,7 +154,7 @@ module Bench
         messages = Array.new([batch, count - first].min) { |i| message(n, first + i) }
         t = now
         messages.size.times { |i| stamps[first + i] = t }
-        producer.produce_many_async(messages).each(&:wait)
+        producer.produce_many_sync(messages)
       end
     end
 

@@ -52,6 +52,7 @@ static void release_native(client_t *c) {
     c->pending = NULL;
     if (c->relay) sluice_relay_close(c->relay);
     sluice_topics_release(c);
+    sluice_topic_confs_release(c);
     /* librdkafka must never write to a closed (possibly reused) fd number. */
     if (c->wake_w >= 0) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
     if (c->cqueue) sluice_consumer_release(c);
@@ -79,12 +80,14 @@ static void client_free(void *p) {
     xfree(c->free_slots);
     if (!c->rk) {
         if (c->relay) sluice_relay_free(c->relay); /* creating the handle failed */
+        sluice_topic_confs_release(c);
         xfree(c);
         return;
     }
     if (sluice_forked(c->pid)) {
         /* A forked child never touches the parent's handle; our fd copies are ours to close. */
         for (int i = 0; i < c->topic_count; i++) free(c->topics[i].name);
+        sluice_topic_confs_release(c); /* plain memory: no librdkafka thread touches a topic conf */
         close_pipe(c);
         xfree(c);
         return;

@@ -24,6 +24,7 @@
 typedef struct {
     char *name;
     size_t len;
+    int conf_id; /* 0: the producer's own topic settings; n: topic_confs[n - 1] */
     rd_kafka_topic_t *rkt;
 } topic_entry_t;
 
@@ -64,6 +65,8 @@ typedef struct {
     int cexhausted;            /* the last #consume stopped with events left */
     int rebalance_due;         /* a rebalance went to Ruby and was not answered yet (#assign/#unassign) */
     VALUE topic_names;         /* frozen topic names, shared by every message of the topic */
+    rd_kafka_topic_conf_t **topic_confs; /* variants' topic settings (#add_topic_config), opaque = their id */
+    int topic_conf_count, topic_conf_capa;
 } client_t;
 
 extern VALUE sluice_cClient;
@@ -121,6 +124,7 @@ VALUE sluice_str_or_nil(const char *s);
 /* produce.c: what the drain and destroy need of the in-flight table and topic cache. */
 VALUE sluice_inflight_release(client_t *c, long slot);
 void sluice_topics_release(client_t *c);
+void sluice_topic_confs_release(client_t *c);
 
 /* An rd_kafka_error_t (destroyed) -> nil or [code, message, fatal, retriable, txn_requires_abort] */
 VALUE sluice_error_tuple(rd_kafka_error_t *error);

@@ -43,21 +43,113 @@ VALUE sluice_inflight_release(client_t *c, long slot) {
     return handle;
 }
 
-/* The cached topic handle for name, or NULL (cache full, or librdkafka refused it). */
-static rd_kafka_topic_t *topic_handle(client_t *c, const char *name, size_t len) {
+/* What topic_handle found. */
+enum topic_lookup { TOPIC_FOUND, TOPIC_BY_NAME, TOPIC_BOUND_ELSEWHERE, TOPIC_CACHE_FULL };
+
+/*
+ * The cached topic handle for name with the settings conf_id, in *rkt.
+ * librdkafka keeps one topic object (and one topic configuration) per name
+ * per client: rd_kafka_topic_new with another configuration hands back the
+ * existing object and drops the new settings. Each configuration carries its
+ * id as the topic opaque, so a topic bound to other settings is noticed
+ * (TOPIC_BOUND_ELSEWHERE) instead of producing with the wrong ones.
+ * TOPIC_BY_NAME: no handle (cache full, or librdkafka refused one), produce by name.
+ */
+static enum topic_lookup topic_handle(client_t *c, const char *name, size_t len, int conf_id, rd_kafka_topic_t **rkt) {
+    *rkt = NULL;
     for (int i = 0; i < c->topic_count; i++)
-        if (c->topics[i].len == len && !memcmp(c->topics[i].name, name, len)) return c->topics[i].rkt;
-    if (c->topic_count == TOPIC_CACHE_MAX) return NULL;
+        if (c->topics[i].len == len && !memcmp(c->topics[i].name, name, len)) {
+            if (c->topics[i].conf_id != conf_id) return TOPIC_BOUND_ELSEWHERE;
+            *rkt = c->topics[i].rkt;
+            return TOPIC_FOUND;
+        }
+    if (c->topic_count == TOPIC_CACHE_MAX) return conf_id ? TOPIC_CACHE_FULL : TOPIC_BY_NAME;
     char *copy = malloc(len + 1);
-    if (!copy) return NULL;
+    if (!copy) return conf_id ? TOPIC_CACHE_FULL : TOPIC_BY_NAME;
     memcpy(copy, name, len + 1);
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(c->rk, copy, NULL);
-    if (!rkt) {
+    rd_kafka_topic_conf_t *conf = conf_id ? rd_kafka_topic_conf_dup(c->topic_confs[conf_id - 1]) : NULL;
+    rd_kafka_topic_t *found = rd_kafka_topic_new(c->rk, copy, conf); /* takes conf over */
+    if (!found) {
         free(copy);
-        return NULL;
+        return conf_id ? TOPIC_CACHE_FULL : TOPIC_BY_NAME;
     }
-    c->topics[c->topic_count++] = (topic_entry_t){copy, len, rkt};
-    return rkt;
+    if (rd_kafka_topic_opaque(found) != (void *)(intptr_t)conf_id) { /* created earlier with other settings */
+        rd_kafka_topic_destroy(found);
+        free(copy);
+        return TOPIC_BOUND_ELSEWHERE;
+    }
+    c->topics[c->topic_count++] = (topic_entry_t){copy, len, conf_id, found};
+    *rkt = found;
+    return TOPIC_FOUND;
+}
+
+/* Raises ConfigurationInvalidError unless the topic can be produced to with settings conf_id. */
+static rd_kafka_topic_t *topic_for(client_t *c, VALUE topic, int conf_id) {
+    rd_kafka_topic_t *rkt;
+    switch (topic_handle(c, RSTRING_PTR(topic), (size_t)RSTRING_LEN(topic), conf_id, &rkt)) {
+    case TOPIC_BOUND_ELSEWHERE:
+        rb_raise(sluice_eConfigurationInvalid,
+                 "topic %" PRIsVALUE " is already bound to other topic settings in this producer: librdkafka keeps "
+                 "one topic configuration per topic per client, fixed by the first producer or variant that uses it",
+                 topic);
+    case TOPIC_CACHE_FULL:
+        rb_raise(sluice_eConfigurationInvalid, "a variant can produce to at most %d topics per producer", TOPIC_CACHE_MAX);
+    default:
+        return rkt;
+    }
+}
+
+/*
+ * #add_topic_config([[name, value], ...]) -> Integer id for #produce
+ * The producer's own topic settings with these on top. Raises
+ * ConfigurationInvalidError with librdkafka's message for a setting that is
+ * unknown or not topic-level, or a value it refuses.
+ */
+static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
+    client_t *c = sluice_client_open(self);
+    char errstr[512];
+    Check_Type(pairs, T_ARRAY);
+    long n = RARRAY_LEN(pairs);
+    for (long i = 0; i < n; i++) { /* convert first: nothing below may raise while conf is alive */
+        VALUE pair = rb_ary_entry(pairs, i);
+        Check_Type(pair, T_ARRAY);
+        if (RARRAY_LEN(pair) != 2) rb_raise(rb_eArgError, "config pairs must be [name, value]");
+        sluice_cstr_at(pair, 0);
+        sluice_cstr_at(pair, 1);
+    }
+    if (c->topic_conf_count == c->topic_conf_capa) {
+        int capa = c->topic_conf_capa ? c->topic_conf_capa * 2 : 4;
+        rd_kafka_topic_conf_t **grown = realloc(c->topic_confs, sizeof(*grown) * (size_t)capa);
+        if (!grown) rb_memerror();
+        c->topic_confs = grown;
+        c->topic_conf_capa = capa;
+    }
+    rd_kafka_topic_conf_t *conf = rd_kafka_default_topic_conf_dup(c->rk);
+    for (long i = 0; i < n; i++) {
+        VALUE pair = rb_ary_entry(pairs, i);
+        if (rd_kafka_topic_conf_set(conf, sluice_cstr_at(pair, 0), sluice_cstr_at(pair, 1), errstr, sizeof(errstr)) !=
+            RD_KAFKA_CONF_OK) {
+            rd_kafka_topic_conf_destroy(conf);
+            rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", errstr);
+        }
+    }
+    int id = c->topic_conf_count + 1;
+    rd_kafka_topic_conf_set_opaque(conf, (void *)(intptr_t)id);
+    c->topic_confs[c->topic_conf_count++] = conf;
+    return INT2FIX(id);
+}
+
+void sluice_topic_confs_release(client_t *c) {
+    for (int i = 0; i < c->topic_conf_count; i++) rd_kafka_topic_conf_destroy(c->topic_confs[i]);
+    free(c->topic_confs);
+    c->topic_confs = NULL;
+    c->topic_conf_count = c->topic_conf_capa = 0;
+}
+
+static int conf_id_arg(client_t *c, VALUE conf_id) {
+    int id = NIL_P(conf_id) ? 0 : NUM2INT(conf_id);
+    if (id < 0 || id > c->topic_conf_count) rb_raise(rb_eArgError, "unknown topic config id %d", id);
+    return id;
 }
 
 /* ------------------------------------------------------------------ message validation */
@@ -225,56 +317,41 @@ static VALUE client_handles(VALUE self, VALUE klass, VALUE notifier) {
 }
 
 /*
- * #produce(message, partition = nil) -> DeliveryHandle, error code, or false
- *
- * Validates the message, builds its handle (@topic, @label, @notifier) and
- * enqueues it. Returns the librdkafka error code (Integer) when enqueuing
- * failed, and false — before enqueuing anything — when the message has a
- * partition_key and no partition: Ruby resolves the key, then calls again
- * with the partition. Keeps the GVL: rd_kafka_produceva only enqueues (it
- * never blocks without RD_KAFKA_MSG_F_BLOCK), and releasing the GVL would cost
- * more than the call.
+ * Builds the handle of a read message and enqueues it. Returns the handle, or
+ * librdkafka's error code (Integer) when enqueuing failed (nothing is left
+ * behind then). Raises only before anything native is allocated.
  */
-static VALUE client_produce(int argc, VALUE *argv, VALUE self) {
-    VALUE message, partition;
-    rb_scan_args(argc, argv, "11", &message, &partition);
-    client_t *c = sluice_client_open(self);
-    message_t m;
-    message_read(message, &m);
-    if (NIL_P(partition) && m.partition == RD_KAFKA_PARTITION_UA && !NIL_P(m.partition_key)) return Qfalse;
-    if (!NIL_P(partition)) m.partition = NUM2INT(partition);
-    const char *topic = StringValueCStr(m.topic);
-    if (NIL_P(c->handle_class)) rb_raise(rb_eRuntimeError, "Client#handles was not called");
-
+static VALUE produce_one(client_t *c, message_t *m, int conf_id) {
+    rd_kafka_topic_t *rkt = topic_for(c, m->topic, conf_id);
+    const char *topic = StringValueCStr(m->topic);
     VALUE handle = rb_obj_alloc(c->handle_class);
-    rb_ivar_set(handle, id_iv_topic, m.topic);
-    rb_ivar_set(handle, id_iv_label, m.label);
+    rb_ivar_set(handle, id_iv_topic, m->topic);
+    rb_ivar_set(handle, id_iv_label, m->label);
     rb_ivar_set(handle, id_iv_notifier, c->notifier);
     long slot = slot_acquire(c, handle);
     /* Nothing below raises: the slot is released on every failure path. */
     rd_kafka_vu_t vu[8];
     size_t n = 0;
-    rd_kafka_topic_t *rkt = topic_handle(c, topic, (size_t)RSTRING_LEN(m.topic));
     if (rkt) vu[n].vtype = RD_KAFKA_VTYPE_RKT, vu[n++].u.rkt = rkt;
     else vu[n].vtype = RD_KAFKA_VTYPE_TOPIC, vu[n++].u.cstr = topic;
     vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS, vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
     vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE, vu[n++].u.ptr = (void *)(uintptr_t)(slot + 1);
-    if (m.partition != RD_KAFKA_PARTITION_UA) vu[n].vtype = RD_KAFKA_VTYPE_PARTITION, vu[n++].u.i32 = m.partition;
-    if (!NIL_P(m.payload)) {
+    if (m->partition != RD_KAFKA_PARTITION_UA) vu[n].vtype = RD_KAFKA_VTYPE_PARTITION, vu[n++].u.i32 = m->partition;
+    if (!NIL_P(m->payload)) {
         vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
-        vu[n].u.mem.ptr = RSTRING_PTR(m.payload);
-        vu[n++].u.mem.size = (size_t)RSTRING_LEN(m.payload);
+        vu[n].u.mem.ptr = RSTRING_PTR(m->payload);
+        vu[n++].u.mem.size = (size_t)RSTRING_LEN(m->payload);
     }
-    if (!NIL_P(m.key)) {
+    if (!NIL_P(m->key)) {
         vu[n].vtype = RD_KAFKA_VTYPE_KEY;
-        vu[n].u.mem.ptr = RSTRING_PTR(m.key);
-        vu[n++].u.mem.size = (size_t)RSTRING_LEN(m.key);
+        vu[n].u.mem.ptr = RSTRING_PTR(m->key);
+        vu[n++].u.mem.size = (size_t)RSTRING_LEN(m->key);
     }
-    if (m.timestamp >= 0) vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP, vu[n++].u.i64 = m.timestamp;
+    if (m->timestamp >= 0) vu[n].vtype = RD_KAFKA_VTYPE_TIMESTAMP, vu[n++].u.i64 = m->timestamp;
     rd_kafka_headers_t *hdrs = NULL;
-    if (m.header_count > 0) {
-        hdrs = rd_kafka_headers_new((size_t)m.header_count);
-        rb_hash_foreach(m.headers, add_header, (VALUE)hdrs);
+    if (m->header_count > 0) {
+        hdrs = rd_kafka_headers_new((size_t)m->header_count);
+        rb_hash_foreach(m->headers, add_header, (VALUE)hdrs);
         vu[n].vtype = RD_KAFKA_VTYPE_HEADERS, vu[n++].u.headers = hdrs;
     }
     rd_kafka_error_t *error = rd_kafka_produceva(c->rk, vu, n);
@@ -284,6 +361,75 @@ static VALUE client_produce(int argc, VALUE *argv, VALUE self) {
     if (hdrs) rd_kafka_headers_destroy(hdrs); /* only taken over on success */
     sluice_inflight_release(c, slot);
     return INT2FIX(code);
+}
+
+static void check_handles(client_t *c) {
+    if (NIL_P(c->handle_class)) rb_raise(rb_eRuntimeError, "Client#handles was not called");
+}
+
+/*
+ * #produce(message, partition = nil, topic_config_id = nil) -> DeliveryHandle, error code, or false
+ *
+ * Validates the message, builds its handle (@topic, @label, @notifier) and
+ * enqueues it, on the topic handle of the given topic settings (0 or nil: the
+ * producer's own). Returns the librdkafka error code (Integer) when enqueuing
+ * failed, and false — before enqueuing anything — when the message has a
+ * partition_key and no partition: Ruby resolves the key, then calls again
+ * with the partition. Keeps the GVL: rd_kafka_produceva only enqueues (it
+ * never blocks without RD_KAFKA_MSG_F_BLOCK), and releasing the GVL would cost
+ * more than the call.
+ */
+static VALUE client_produce(int argc, VALUE *argv, VALUE self) {
+    VALUE message, partition, conf_id;
+    rb_scan_args(argc, argv, "12", &message, &partition, &conf_id);
+    client_t *c = sluice_client_open(self);
+    message_t m;
+    message_read(message, &m);
+    if (NIL_P(partition) && m.partition == RD_KAFKA_PARTITION_UA && !NIL_P(m.partition_key)) return Qfalse;
+    if (!NIL_P(partition)) m.partition = NUM2INT(partition);
+    check_handles(c);
+    return produce_one(c, &m, conf_id_arg(c, conf_id));
+}
+
+/*
+ * #produce_many(messages, partitions = nil, topic_config_id = nil) -> [handles, error code or nil], or false
+ *
+ * The batch in one call: every message is validated first (MessageInvalidError,
+ * nothing enqueued), then each is enqueued in order. Stops at the first one
+ * librdkafka refuses: the handles of those enqueued before it come back with
+ * its error code, and the caller decides about the rest (a full queue: wait
+ * and go on from there). false, before anything is enqueued: a message has a
+ * partition_key and no partition, and no `partitions` (an Array with a
+ * partition or nil per message) were given.
+ */
+static VALUE client_produce_many(int argc, VALUE *argv, VALUE self) {
+    VALUE messages, partitions, conf_id;
+    rb_scan_args(argc, argv, "12", &messages, &partitions, &conf_id);
+    client_t *c = sluice_client_open(self);
+    Check_Type(messages, T_ARRAY);
+    if (!NIL_P(partitions)) {
+        Check_Type(partitions, T_ARRAY);
+        if (RARRAY_LEN(partitions) != RARRAY_LEN(messages)) rb_raise(rb_eArgError, "one partition (or nil) per message");
+    }
+    check_handles(c);
+    int id = conf_id_arg(c, conf_id);
+    message_t m;
+    long n = RARRAY_LEN(messages);
+    for (long i = 0; i < n; i++) {
+        message_read(RARRAY_AREF(messages, i), &m);
+        if (NIL_P(partitions) && m.partition == RD_KAFKA_PARTITION_UA && !NIL_P(m.partition_key)) return Qfalse;
+        topic_for(c, m.topic, id); /* a topic bound to other settings refuses the whole batch */
+    }
+    VALUE handles = rb_ary_new_capa(n);
+    for (long i = 0; i < RARRAY_LEN(messages) && i < n; i++) {
+        message_read(RARRAY_AREF(messages, i), &m); /* read again: a message_t holds unmarked references */
+        VALUE partition = NIL_P(partitions) ? Qnil : RARRAY_AREF(partitions, i);
+        if (!NIL_P(partition)) m.partition = NUM2INT(partition);
+        VALUE result = produce_one(c, &m, id);
+        if (FIXNUM_P(result)) return rb_assoc_new(handles, result);
+        rb_ary_push(handles, result);
+    }
+    return rb_assoc_new(handles, Qnil);
 }
 
 /* #outq_len -> messages not yet delivered plus events not yet served */
@@ -422,6 +568,8 @@ void sluice_init_produce(VALUE klass) {
     rb_define_method(klass, "validate", client_validate, 1);
     rb_define_method(klass, "handles", client_handles, 2);
     rb_define_method(klass, "produce", client_produce, -1);
+    rb_define_method(klass, "produce_many", client_produce_many, -1);
+    rb_define_method(klass, "add_topic_config", client_add_topic_config, 1);
     rb_define_method(klass, "outq_len", client_outq_len, 0);
     rb_define_method(klass, "inflight_count", client_inflight_count, 0);
     rb_define_method(klass, "take_inflight", client_take_inflight, 0);

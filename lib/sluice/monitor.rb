@@ -8,11 +8,26 @@ module Sluice
   # stops polling or the other listeners.
   class Monitor
     EVENTS = %w[
+      message.produced_async
+      message.produced_sync
+      messages.produced_async
+      messages.produced_sync
+      message.buffered
+      messages.buffered
+      buffer.flushed_async
+      buffer.flushed_sync
+      buffer.purged
       message.acknowledged
       message.purged
       error.occurred
       statistics.emitted
       oauthbearer.token_refresh
+      transaction.started
+      transaction.committed
+      transaction.aborted
+      transaction.finished
+      producer.connected
+      producer.closing
       producer.closed
       producer.reloaded
       poller.producer_registered
@@ -69,16 +84,33 @@ module Sluice
     def listening?(name) = @listeners.key?(name)
 
     # Calls every listener of `name` with an Event; returns the payload.
-    def instrument(name, payload)
+    # With a block: runs it first, adds how long it took (payload[:time], ms)
+    # and returns the block's value; the listeners run only when it returned.
+    def instrument(name, payload, &block)
       listeners = @listeners.fetch(name, NONE)
+      return timed(listeners, name, payload, &block) if block
       return payload if listeners.empty?
 
-      event = Event.new(name, payload)
-      listeners.each { |listener| notify(listener, event) }
+      publish(listeners, name, payload)
       payload
     end
 
     private
+
+    def timed(listeners, name, payload)
+      return yield if listeners.empty?
+
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      result = yield
+      payload[:time] = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000
+      publish(listeners, name, payload)
+      result
+    end
+
+    def publish(listeners, name, payload)
+      event = Event.new(name, payload)
+      listeners.each { |listener| notify(listener, event) }
+    end
 
     # ScriptError too (NotImplementedError, a failed require): a listener bug of
     # any kind must not end the poller thread that called it. On a polling

@@ -15,6 +15,9 @@ module Sluice
   class Producer
     include Transactions
     include Lifecycle
+    include Batches
+    include Buffering
+    include Tombstones
 
     QUEUE_FULL = KafkaError.number_for(:queue_full)
     PURGED = KafkaError.number_for(:purge_queue)
@@ -23,7 +26,7 @@ module Sluice
     NO_PARTITION = -1
     NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
 
-    attr_reader :id, :config, :monitor
+    attr_reader :id, :config, :monitor, :middleware
 
     # @yieldparam config [Config]
     # @raise [Errors::ConfigurationInvalidError]
@@ -35,6 +38,9 @@ module Sluice
       @monitor = @config.monitor || Monitor.new(logger: @config.logger)
       @notifier = DeliveryNotifier.new(@config.max_wait_timeout)
       @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
+      @middleware = Middleware.new
+      @buffer = Buffer.new
+      @topic_configs = TopicConfigs.new
       init_lifecycle
       init_transactions
       connect
@@ -47,47 +53,66 @@ module Sluice
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
     #   (a fatal error: #fatal? true, with the fatal code)
     def produce_async(message)
-      enqueue(message)
-    rescue Errors::ProduceError => e
-      raise unless reload_after_idempotent_fatal?(e, attempt = (attempt || 0) + 1)
-
-      retry
+      message = @middleware.run(message)
+      instrument_with("message.produced_async", :message, message) { reloading { enqueue(message) } }
     end
 
     # Produces and waits for the delivery report (config.max_wait_timeout).
     # @return [DeliveryReport]
     # @raise [Errors::WaitTimeoutError, Errors::ProduceError] and what #produce_async raises
     def produce_sync(message)
-      enqueue(message).wait
-    rescue Errors::ProduceError => e
-      raise unless reload_after_idempotent_fatal?(e, attempt = (attempt || 0) + 1)
-
-      retry
+      message = @middleware.run(message)
+      instrument_with("message.produced_sync", :message, message) do
+        reloading { enqueue(message).wait(max_wait_timeout: Variant.current(self)&.max_wait_timeout) }
+      end
     end
 
     # Validates every message first (nothing is sent if one is invalid), then
-    # enqueues them in order.
+    # enqueues the whole batch in one native call, in order.
     # @return [Array<DeliveryHandle>]
     # @raise [Errors::ProduceManyError] when enqueuing failed part-way; its
     #   #dispatched holds the handles of the messages already enqueued
     def produce_many_async(messages)
       ensure_open!
-      raise Errors::MessageInvalidError, "messages must be an Array, got #{messages.class}" unless messages.is_a?(Array)
-
-      messages.each { |message| @client.validate(message) }
-      dispatched = []
-      messages.each { |message| dispatched << produce_async(message) }
-      dispatched
-    rescue Errors::ProduceError, Errors::ProducerClosedError => e
-      raise unless dispatched
-
-      raise Errors::ProduceManyError.new(e.is_a?(Errors::ProduceError) ? e.kafka_error : KafkaError.new(DESTROYED), dispatched: dispatched)
+      messages = @middleware.run_many(batch!(messages))
+      instrument_with("messages.produced_async", :messages, messages) { dispatch_many(messages) }
     end
 
     # @return [Array<DeliveryReport>]
     def produce_many_sync(messages)
-      produce_many_async(messages).map(&:wait)
+      ensure_open!
+      messages = @middleware.run_many(batch!(messages))
+      instrument_with("messages.produced_sync", :messages, messages) { wait_all(dispatch_many(messages)) }
     end
+
+    # A view of this producer whose produce_* and flush_* use these
+    # topic-level librdkafka settings and wait max_wait_timeout (ms).
+    # @return [Variant]
+    # @raise [Errors::ConfigurationInvalidError] a setting librdkafka refuses at topic level
+    def with(topic_config: {}, max_wait_timeout: @config.max_wait_timeout)
+      ensure_open!
+      unless max_wait_timeout.is_a?(Numeric) && max_wait_timeout.positive?
+        raise Errors::ConfigurationInvalidError, "max_wait_timeout must be a positive number of milliseconds, got #{max_wait_timeout.inspect}"
+      end
+
+      id = @topic_configs.id_for(topic_config) { @client }
+      Variant.new(self, topic_config: topic_config.dup, topic_config_id: id, max_wait_timeout: max_wait_timeout)
+    end
+    alias variant with
+
+    # Drops every message still buffered, queued in librdkafka or in flight:
+    # their handles resolve with a purge error (`message.purged` for each).
+    def purge
+      ensure_open!
+      @buffer.take
+      @client.purge
+      @monitor.instrument("buffer.purged", producer_id: @id)
+      nil
+    end
+
+    # Partitions of topic, from metadata (cached for a while).
+    # @raise [Errors::ProduceError] the metadata request failed (unknown topic, timeout)
+    def partition_count(topic) = @partitioner.partition_count(topic.to_s)
 
     # Waits until every message produced so far has its delivery report.
     # @return [Boolean] false when timeout_ms passed first
@@ -122,8 +147,9 @@ module Sluice
     def enqueue(message)
       ensure_open!
       client = @client
-      handle = client.produce(message)
-      handle = produce_slowly(client, message, handle) unless handle.is_a?(DeliveryHandle)
+      config_id = Variant.current(self)&.topic_config_id
+      handle = client.produce(message, nil, config_id)
+      handle = produce_slowly(client, message, handle, config_id) unless handle.is_a?(DeliveryHandle)
       (txn = @transaction) && (txn.first_handle ||= handle)
       handle
     rescue Errors::ProducerClosedError => e
@@ -132,15 +158,45 @@ module Sluice
       retry
     end
 
+    # An idempotent producer's fatal error may be answered with a reload and
+    # another try (see Config#reload_on_idempotent_fatal_error).
+    def reloading
+      attempt = 0
+      begin
+        yield
+      rescue Errors::ProduceError => e
+        raise unless reload_after_idempotent_fatal?(e, attempt += 1)
+
+        retry
+      end
+    end
+
+    def instrument_with(name, key, value, &block)
+      return yield unless @monitor.listening?(name)
+
+      @monitor.instrument(name, { producer_id: @id, key => value }, &block)
+    end
+
+    def batch!(messages)
+      raise Errors::MessageInvalidError, "messages must be an Array, got #{messages.class}" unless messages.is_a?(Array)
+
+      messages
+    end
+
+    def wait_all(handles)
+      timeout = Variant.current(self)&.max_wait_timeout
+      handles.map { |handle| handle.wait(max_wait_timeout: timeout) }
+    end
+
     # What #produce_async does when the native produce did not return a handle:
     # false asks us to resolve partition_key first; an Integer is librdkafka's error.
-    def produce_slowly(client, message, result)
+    def produce_slowly(client, message, result, config_id)
       partition = nil
       if result == false
         partition = @partitioner.call(message)
-        result = client.produce(message, partition)
+        result = client.produce(message, partition, config_id)
       end
-      result = retry_on_full_queue(client, message, partition) if result == QUEUE_FULL
+      result = retry_on_full_queue(client, message, partition, config_id) if result == QUEUE_FULL
       return result unless result.is_a?(Integer)
 
       raise Errors::ProduceError, error_for(client, result)
@@ -155,13 +211,13 @@ module Sluice
 
     # librdkafka's local queue (queue.buffering.max.messages) is full: wait for
     # room, bounded by config.wait_timeout_on_queue_full.
-    def retry_on_full_queue(client, message, partition)
+    def retry_on_full_queue(client, message, partition, config_id)
       return QUEUE_FULL unless @config.wait_on_queue_full
 
       deadline = now + (@config.wait_timeout_on_queue_full / 1000.0)
       while now < deadline
         make_room
-        result = client.produce(message, partition)
+        result = client.produce(message, partition, config_id)
         return result unless result == QUEUE_FULL
       end
       QUEUE_FULL

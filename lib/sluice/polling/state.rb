@@ -46,6 +46,7 @@ module Sluice
         @backlog_at = 0
         @served_at = now
         @purged = 0
+        @statistics = Instrumentation::StatisticsDecorator.new
       end
 
       # Drains the queue and dispatches what it found, for at most budget_ms
@@ -230,7 +231,7 @@ module Sluice
       def statistics(json)
         return unless @monitor.listening?("statistics.emitted")
 
-        instrument("statistics.emitted", statistics: JSON.parse(json))
+        instrument("statistics.emitted", statistics: @statistics.call(JSON.parse(json)))
       end
 
       def token_refresh(bearer_config)

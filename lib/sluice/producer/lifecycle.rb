@@ -13,6 +13,14 @@ module Sluice
 
       def closed? = @closed
 
+      # :initial (no client yet), :connected, :closing (close under way) or :closed.
+      def status
+        return :closed if @closed
+        return :closing if @closing
+
+        @client ? :connected : :initial
+      end
+
       # Flushes, waits for the outstanding delivery reports, stops polling and
       # releases the native handle. Idempotent; safe from any thread, fiber, a
       # callback on the polling thread, a signal handler (Signal.trap) and
@@ -71,9 +79,10 @@ module Sluice
                                    periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
         @notifier.attach(@poller, state)
         @poller.register(state)
-        @client = client
+        @topic_configs.register(client) { @client = client }
         @state = state
         @partitioner = Partitioner.new(client, @config.max_wait_timeout)
+        @monitor.instrument("producer.connected", producer_id: @id)
       rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
         @poller.unregister(state) if state
         client&.destroy
@@ -106,6 +115,7 @@ module Sluice
           return if @closed
 
           @closing = true
+          @monitor.instrument("producer.closing", producer_id: @id)
           @client.forked? ? (@closed = true) : shut_down(timeout, interrupted)
           Shutdown.untrack(self)
         end

@@ -21,8 +21,8 @@ module Sluice
         @client.partition_for(key, partition_count(message[:topic])) if key
       end
 
-      private
-
+      # @return [Integer] partitions of topic, from metadata cached for COUNT_TTL
+      # @raise [Errors::ProduceError] the metadata request failed
       def partition_count(topic)
         count, expires_at = @counts[topic]
         return count if count && expires_at > now
@@ -33,6 +33,8 @@ module Sluice
         @counts[topic] = [count, now + COUNT_TTL]
         count
       end
+
+      private
 
       def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end

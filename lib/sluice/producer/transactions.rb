@@ -18,7 +18,7 @@ module Sluice
       # The open transaction: who runs it, where it stands (:opening, :open,
       # :ending, or :aborted once close took it over) and its first delivery
       # handle (see config.wait_timeout_on_transaction_abort).
-      Transaction = Struct.new(:fiber, :thread, :state, :first_handle)
+      Transaction = Struct.new(:fiber, :thread, :state, :first_handle, :started_at)
 
       # Runs the block in a transaction: commits when it returns, aborts and
       # re-raises when it raises, aborts quietly on Sluice::AbortTransaction,
@@ -87,7 +87,7 @@ module Sluice
                                              KafkaError.new(KafkaError.number_for(:not_configured), "producer has no transactional.id"))
         end
 
-        txn = Transaction.new(Fiber.current, Thread.current, :opening, nil)
+        txn = Transaction.new(Fiber.current, Thread.current, :opening, nil, now)
         @txn_lock.synchronize do
           @txn_changed.wait(@txn_lock) while @transaction
           ensure_open!
@@ -102,6 +102,7 @@ module Sluice
           raise
         end
         change(txn, :open)
+        @monitor.instrument("transaction.started", producer_id: @id)
         txn
       end
 
@@ -122,6 +123,7 @@ module Sluice
         end
       ensure
         release(txn)
+        @monitor.instrument("transaction.finished", producer_id: @id, time: (now - txn.started_at) * 1000)
         recover_from_fatal_error
       end
 
@@ -145,6 +147,7 @@ module Sluice
         begin
           transactional(:commit_transaction, DEFAULT_TIMEOUT)
           @transaction_reloads = 0
+          @monitor.instrument("transaction.committed", producer_id: @id)
         rescue Errors::TransactionError => e
           if e.abortable?
             abort_transaction(nil, raise_errors: false)
@@ -158,6 +161,7 @@ module Sluice
       def abort_transaction(txn, raise_errors:)
         wait_for_first_delivery(txn)
         transactional(:abort_transaction, DEFAULT_TIMEOUT)
+        @monitor.instrument("transaction.aborted", producer_id: @id)
       rescue Errors::BaseError => e
         raise if raise_errors
 

@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+module Sluice
+  module Instrumentation
+    # One log line per producer event, like WaterDrop's LoggerListener:
+    #
+    #   producer.monitor.subscribe(Sluice::Instrumentation::LoggerListener.new(Logger.new($stdout)))
+    #
+    # Produce, buffer, transaction and lifecycle events at info (the messages
+    # themselves at debug, unless log_messages: false), purges at warn,
+    # errors at error. Deliveries (`message.acknowledged`) and statistics are
+    # not logged: one line per delivered message helps nobody.
+    class LoggerListener
+      # @param log_messages [Boolean] also log each message (debug)
+      def initialize(logger, log_messages: true)
+        @logger = logger
+        @log_messages = log_messages
+      end
+
+      def on_message_produced_async(event) = message_line(event, "Async producing of a message to '#{event[:message][:topic]}' topic")
+      def on_message_produced_sync(event) = message_line(event, "Sync producing of a message to '#{event[:message][:topic]}' topic")
+      def on_messages_produced_async(event) = messages_line(event, "Async producing of #{batch(event)}")
+      def on_messages_produced_sync(event) = messages_line(event, "Sync producing of #{batch(event)}")
+      def on_message_buffered(event) = message_line(event, "Buffering of a message to '#{event[:message][:topic]}' topic")
+      def on_messages_buffered(event) = messages_line(event, "Buffering of #{batch(event)}")
+      def on_buffer_flushed_async(event) = messages_line(event, "Async flushing of #{event[:messages].size} messages from the buffer")
+      def on_buffer_flushed_sync(event) = messages_line(event, "Sync flushing of #{event[:messages].size} messages from the buffer")
+      def on_buffer_purged(event) = info(event, "Successfully purging buffer")
+
+      def on_message_purged(event)
+        warn(event, "Message to '#{event[:topic]}' topic purged before delivery (#{event[:error]&.code})")
+      end
+
+      def on_error_occurred(event)
+        @logger.error("[#{event[:producer_id]}] Error occurred: #{event[:error]} - #{event[:type]}")
+      end
+
+      def on_transaction_started(event) = info(event, "Starting transaction")
+      def on_transaction_committed(event) = info(event, "Committing transaction")
+      def on_transaction_aborted(event) = info(event, "Aborting transaction")
+      def on_transaction_finished(event) = info(event, "Processing transaction took #{ms(event)} ms")
+      def on_producer_connected(event) = info(event, "Producer connected")
+      def on_producer_closing(event) = info(event, "Closing producer")
+      def on_producer_closed(event) = info(event, "Producer closed")
+      def on_producer_reloaded(event) = info(event, "Producer successfully reloaded after #{event[:error]&.code} (attempt #{event[:attempt]})")
+
+      private
+
+      def message_line(event, text)
+        info(event, took(event, text))
+        debug(event, event[:message]) if @log_messages
+      end
+
+      def messages_line(event, text)
+        info(event, took(event, text))
+        debug(event, event[:messages]) if @log_messages
+      end
+
+      def batch(event)
+        messages = event[:messages]
+        "#{messages.size} messages to #{messages.map { |message| message[:topic] }.uniq.inspect} topics"
+      end
+
+      def took(event, text) = event[:time] ? "#{text} took #{ms(event)} ms" : text
+      def ms(event) = event[:time].to_f.round(2)
+
+      def info(event, text) = @logger.info("[#{event[:producer_id]}] #{text}")
+      def warn(event, text) = @logger.warn("[#{event[:producer_id]}] #{text}")
+      def debug(event, data) = @logger.debug { "[#{event[:producer_id]}] #{data.inspect}" }
+    end
+  end
+end

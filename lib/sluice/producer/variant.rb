@@ -1,0 +1,60 @@
+# frozen_string_literal: true
+
+require "delegate"
+
+module Sluice
+  class Producer
+    # A view of a producer with its own topic-level librdkafka settings and
+    # wait: `producer.with(topic_config: { "acks": "all" }, max_wait_timeout: 30_000)`.
+    # It shares the producer's client, connections, buffer, middleware and
+    # monitor; everything it produces uses its topic settings (native topic
+    # handles of its own, cached per producer) and waits max_wait_timeout.
+    #
+    # Variants are cheap: build them once and keep them. Close the producer,
+    # not the variant (closing either closes the one producer).
+    class Variant < SimpleDelegator
+      # The producing methods: they run with this variant's settings.
+      PRODUCING = %i[produce_async produce_sync produce_many_async produce_many_sync
+                     tombstone_async tombstone_sync tombstone_many_async tombstone_many_sync
+                     flush_async flush_sync].freeze
+
+      # Fiber-local: the variant a producing call runs under.
+      KEY = :__sluice_variant
+
+      attr_reader :producer, :topic_config, :topic_config_id, :max_wait_timeout
+
+      # @api private — Producer#with builds variants
+      def initialize(producer, topic_config:, topic_config_id:, max_wait_timeout:)
+        super(producer)
+        @producer = producer
+        @topic_config = topic_config.freeze
+        @topic_config_id = topic_config_id
+        @max_wait_timeout = max_wait_timeout
+      end
+
+      def default? = @topic_config_id.zero? && @max_wait_timeout == @producer.config.max_wait_timeout
+
+      PRODUCING.each do |name|
+        define_method(name) { |*args, **options| use { @producer.public_send(name, *args, **options) } }
+      end
+
+      # @api private — the variant a producing call of `producer` runs under, if any.
+      def self.current(producer)
+        variant = Thread.current[KEY]
+        variant if variant&.producer.equal?(producer)
+      end
+
+      def inspect = "#<#{self.class.name} of #{@producer.inspect} topic_config=#{@topic_config.inspect} max_wait_timeout=#{@max_wait_timeout}>"
+
+      private
+
+      def use
+        previous = Thread.current[KEY]
+        Thread.current[KEY] = self
+        yield
+      ensure
+        Thread.current[KEY] = previous
+      end
+    end
+  end
+end

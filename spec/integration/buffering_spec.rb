@@ -1,0 +1,118 @@
+# frozen_string_literal: true
+
+# buffer / buffer_many / flush_sync / flush_async: messages held in the
+# producer until a flush, safe under concurrent buffering and flushing, and a
+# failed flush keeping what never reached librdkafka.
+RSpec.describe "Buffering (#{TestKafka::MODE} mode)", :kafka do
+  let(:producer) { build_producer }
+  let(:topic) { "sluice-spec-1p" }
+
+  it "buffers messages until flush_sync sends them and returns their reports" do
+    expect(producer.buffer(topic: topic, payload: "one")).to eq(1)
+    expect(producer.buffer_many([{ topic: topic, payload: "two" }, { topic: topic, payload: "three" }])).to eq(3)
+    expect(producer.outstanding).to eq(0)
+    expect(producer.buffered.map { |m| m[:payload] }).to eq(%w[one two three])
+
+    reports = producer.flush_sync
+    expect(reports).to all(be_a(Sluice::DeliveryReport).and(be_success))
+    expect(consume_reports(reports).map { |m| m[:payload] }).to eq(%w[one two three])
+    expect(producer.buffered).to be_empty
+    expect(producer.flush_sync).to eq([])
+  end
+
+  it "flush_async returns the delivery handles" do
+    producer.buffer(topic: topic, payload: "async")
+    handles = producer.flush_async
+    expect(handles.size).to eq(1)
+    expect(handles.first.wait.offset).to be >= 0
+  end
+
+  it "validates when buffering: an invalid message is refused and buffer_many takes all or nothing" do
+    expect { producer.buffer(topic: topic, payload: 1) }.to raise_error(Sluice::Errors::MessageInvalidError)
+    expect { producer.buffer_many([{ topic: topic, payload: "ok" }, { payload: "no topic" }]) }
+      .to raise_error(Sluice::Errors::MessageInvalidError)
+    expect { producer.buffer_many({ topic: topic }) }.to raise_error(Sluice::Errors::MessageInvalidError, /Array/)
+    expect(producer.buffered).to be_empty
+  end
+
+  it "emits message.buffered, messages.buffered and buffer.flushed_sync/async" do
+    events = record_events(producer.monitor, "message.buffered", "messages.buffered", "buffer.flushed_sync", "buffer.flushed_async")
+    producer.buffer(topic: topic, payload: "a")
+    producer.buffer_many([{ topic: topic, payload: "b" }, { topic: topic, payload: "c" }])
+    producer.flush_sync
+    producer.buffer(topic: topic, payload: "d")
+    producer.flush_async.each(&:wait)
+    expect(events.events.map(&:id)).to eq(%w[message.buffered messages.buffered buffer.flushed_sync message.buffered buffer.flushed_async])
+    expect(events.events.map { |e| (e[:messages] || [e[:message]]).size }).to eq([1, 2, 3, 1, 1])
+  end
+
+  it "refuses to buffer once closed" do
+    producer.close
+    expect { producer.buffer(topic: topic, payload: "late") }.to raise_error(Sluice::Errors::ProducerClosedError)
+  end
+
+  it "sends every message buffered by concurrent threads exactly once while other threads flush", timeout: 120 do
+    writers = 4
+    per_writer = 500
+    done = false
+    reports = Queue.new
+    flushers = Array.new(2) do |n|
+      Thread.new do
+        until done
+          batch = n.zero? ? producer.flush_sync : producer.flush_async.map(&:wait)
+          batch.each { |r| reports << r }
+          Thread.pass
+        end
+      end
+    end
+    threads = Array.new(writers) do |w|
+      Thread.new do
+        per_writer.times do |i|
+          if i.even?
+            producer.buffer(topic: topic, payload: "w#{w}-#{i}", label: [w, i])
+          else
+            producer.buffer_many([{ topic: topic, payload: "w#{w}-#{i}", label: [w, i] }])
+          end
+        end
+      end
+    end
+    threads.each(&:join)
+    done = true
+    flushers.each(&:join)
+    producer.flush_sync.each { |r| reports << r }
+
+    labels = Array.new(reports.size) { reports.pop }.map(&:label)
+    expect(labels.size).to eq(writers * per_writer)
+    expect(labels.uniq.size).to eq(writers * per_writer)
+    labels.group_by(&:first).each_value do |mine|
+      expect(mine.map(&:last)).to eq(mine.map(&:last).sort) # one writer's messages keep their order
+    end
+    expect(producer.buffered).to be_empty
+  end
+
+  describe "a flush that fails part-way" do
+    # 5 messages fit in librdkafka's queue and nothing empties it (unreachable broker).
+    let(:producer) { build_unreachable_producer(kafka: { "queue.buffering.max.messages": 5 }, wait_on_queue_full: false) }
+
+    it "keeps the messages that never reached librdkafka, in order, in front of those buffered since" do
+      producer.buffer_many(Array.new(8) { |i| { topic: topic, payload: "m#{i}", label: i } })
+      expect { producer.flush_async }.to raise_error(Sluice::Errors::ProduceManyError) do |error|
+        expect(error.code).to eq(:queue_full)
+        expect(error.dispatched.map(&:label)).to eq([0, 1, 2, 3, 4])
+      end
+      producer.buffer(topic: topic, payload: "later", label: 8)
+      expect(producer.buffered.map { |m| m[:label] }).to eq([5, 6, 7, 8])
+
+      expect { producer.flush_sync }.to raise_error(Sluice::Errors::ProduceManyError) { |e| expect(e.dispatched).to be_empty }
+      expect(producer.buffered.map { |m| m[:label] }).to eq([5, 6, 7, 8])
+      producer.close!
+    end
+
+    it "keeps everything when the producer was closed before the flush" do
+      producer.buffer(topic: topic, payload: "kept")
+      producer.close!
+      expect { producer.flush_sync }.to raise_error(Sluice::Errors::ProducerClosedError)
+      expect(producer.buffered.map { |m| m[:payload] }).to eq(["kept"])
+    end
+  end
+end
