@@ -1,0 +1,64 @@
+# frozen_string_literal: true
+
+require "securerandom"
+
+# A producer the application never closed is closed at process exit
+# (Sluice::Shutdown): what it still holds is delivered, within its
+# max_wait_timeout, or its loss is reported — logged and as error.occurred
+# (type "producer.close_at_exit"). It used to be dropped silently: 0 of 6
+# messages arrived (issue 11, item 5). Each scenario is a process of its own
+# that simply ends; both start at once.
+RSpec.describe "A producer still open at process exit", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-1p" }
+
+  before(:context) do
+    @run = SecureRandom.hex(4)
+    @start_offset = build_producer.produce_sync(topic: "sluice-spec-1p", payload: "exit-spec #{@run} start").offset + 1
+    @scenarios = start_scenarios(
+      timeout: 30,
+      # linger.ms: the messages are certainly still queued when the script ends.
+      deliverable: <<~RUBY,
+        producer = make_producer(kafka: { "linger.ms": 500 })
+        producer.monitor.subscribe("error.occurred") { |e| puts("ERROR-EVENT \#{e[:type]}") }
+        6.times { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "exit-spec #{@run} \#{i}") }
+        puts("PRODUCED")
+      RUBY
+
+      # The at_exit hook registered first runs last: after Shutdown's.
+      undeliverable: <<~'RUBY'
+        at_exit { puts("EXIT TOOK #{Process.clock_gettime(Process::CLOCK_MONOTONIC) - $exiting_at}") }
+        producer = make_producer(kafka: { "bootstrap.servers": "127.0.0.1:1" }, max_wait_timeout: 500)
+        producer.monitor.subscribe("error.occurred") do |event|
+          puts("ERROR-EVENT #{event[:type]} #{event[:error].class} #{event[:error].message}") if event[:type] == "producer.close_at_exit"
+        end
+        producer.monitor.subscribe("message.purged") { |_event| puts("PURGED") }
+        6.times { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "lost #{i}") }
+        $exiting_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      RUBY
+    )
+  end
+
+  def outcome(name)
+    scenario_outcome(@scenarios, name).tap { |o| expect(o).to be_success, o.describe }
+  end
+
+  it "delivers the messages it still held" do
+    r = outcome(:deliverable)
+    expect(r.output).to include("PRODUCED")
+    expect(r.output).not_to include("ERROR-EVENT")
+
+    payloads = consume_until(topic, 0, @start_offset) { |m| m[:payload] == "exit-spec #{@run} 5" }.map { |m| m[:payload] }
+    expect(payloads.grep(/\Aexit-spec #{@run} \d\z/)).to eq(Array.new(6) { |i| "exit-spec #{@run} #{i}" })
+  end
+
+  it "reports the messages it could not deliver within max_wait_timeout, logged and as error.occurred" do
+    r = outcome(:undeliverable)
+    exit_took = r.output[/EXIT TOOK ([\d.]+)/, 1]
+    expect(r.output.scan("PURGED").size).to eq(6)
+    expect(r.output).to include("ERROR-EVENT producer.close_at_exit Sluice::Errors::ProduceError")
+    expect(r.output).to match(/was still open at exit; closing it dropped 6 message\(s\) not delivered within max_wait_timeout \(500 ms\)/)
+    expect(exit_took&.to_f).to be_between(0.4, 3) # max_wait_timeout, then purged
+  end
+end

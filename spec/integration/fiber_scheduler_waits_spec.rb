@@ -1,0 +1,105 @@
+# frozen_string_literal: true
+
+require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
+require "securerandom"
+
+# The producer's long native waits — flush, close, a transaction commit, the
+# metadata lookup of the first partition_key — must suspend only the calling
+# fiber under a Fiber.scheduler (Sluice::Blocking runs them off the fiber's
+# thread). They used to block the whole thread: a fiber ticking every 10 ms
+# ticked 0 times during a flush, once during close (issue 11, item 2).
+#
+# Each call is made to last (an unreachable broker, or one message per
+# request) and a ticker fiber must tick for at least half of the 10 ms slots
+# of the call's duration.
+RSpec.describe "Long producer calls under a fiber scheduler (async)", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-many" }
+
+  def tick = 0.01
+
+  # Runs the block in an Async reactor next to a fiber ticking every tick s;
+  # returns the ticks counted while the block ran (or from `from`, a Proc
+  # giving a time within the run), and how long that was.
+  def ticks_during(from: nil)
+    ticks = []
+    started = finished = nil
+    Async do |task|
+      ticker = task.async do
+        loop do
+          ticks << monotonic
+          sleep tick
+        end
+      end
+      task.yield # the ticker is running
+      started = monotonic
+      yield
+      finished = monotonic
+    ensure
+      ticker&.stop
+    end.wait
+    expect(Fiber.scheduler).to be_nil
+    started = from.call if from
+    { ticks: ticks.count { |t| t > started && t < finished }, elapsed: finished - started }
+  end
+
+  def expect_ticking(outcome, at_least:)
+    expect(outcome[:elapsed]).to be >= at_least # the call really was long
+    expect(outcome[:ticks]).to be >= (outcome[:elapsed] / tick * 0.5).floor, "ticks: #{outcome.inspect}"
+  end
+
+  # Nothing listens there: queued messages stay queued, metadata never comes.
+  def stuck_producer(**settings) = build_producer(kafka: { "bootstrap.servers": SpecHelpers::UNREACHABLE }, **settings)
+
+  it "keeps other fibers running during flush" do
+    producer = stuck_producer
+    producer.produce_async(topic: topic, payload: "stuck")
+    flushed = nil
+    outcome = ticks_during { flushed = producer.flush(800) }
+
+    expect(flushed).to be(false)
+    expect_ticking(outcome, at_least: 0.7)
+    producer.close! # nothing would ever be delivered
+  end
+
+  it "keeps other fibers running during close" do
+    producer = stuck_producer
+    handle = producer.produce_async(topic: topic, payload: "stuck")
+    outcome = ticks_during { producer.close(timeout: 800) }
+
+    expect(producer).to be_closed
+    expect(handle.error&.code).to eq(:purge_queue)
+    expect_ticking(outcome, at_least: 0.7)
+  end
+
+  # The commit waits for every message of the transaction: one per request
+  # makes 2,000 of them take a while.
+  it "keeps other fibers running during a transaction commit" do
+    producer = build_producer(kafka: { "transactional.id": "sluice-fiber-#{SecureRandom.hex(4)}", "batch.num.messages": 1 })
+    producer.transaction { producer.produce_async(topic: topic, payload: "warm-up") } # init_transactions is behind us
+    handles = nil
+    committing_at = nil
+    outcome = ticks_during(from: -> { committing_at }) do
+      handles = producer.transaction do
+        Array.new(2_000) { |i| producer.produce_async(topic: topic, payload: "txn #{i}") }.tap { committing_at = monotonic }
+      end
+    end
+
+    expect(handles.map { |h| h.wait.error }.uniq).to eq([nil])
+    expect_ticking(outcome, at_least: 0.25)
+  end
+
+  it "keeps other fibers running during the first partition_key lookup (a metadata round trip)" do
+    producer = stuck_producer(max_wait_timeout: 800)
+    error = nil
+    outcome = ticks_during do
+      producer.produce_async(topic: topic, payload: "keyed", partition_key: "k")
+    rescue Sluice::Errors::ProduceError => e
+      error = e
+    end
+
+    expect(error).to be_a(Sluice::Errors::ProduceError), outcome.inspect
+    expect_ticking(outcome, at_least: 0.7)
+  end
+end

@@ -1,0 +1,180 @@
+# frozen_string_literal: true
+
+# What one producer does on a polling thread must not cost the others (issue
+# 11, items 3 and 6): its turn on a shared poller ends after max_time, user
+# code included; a fault in its turn is reported to it alone and sets only it
+# aside; a registration that fails takes no other registration with it; and a
+# listener raising a non-StandardError (exit, NoMemoryError) is reported
+# without ending the polling thread.
+RSpec.describe "Polling budgets and fault isolation", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-1p" }
+
+  fd_only = TestKafka::MODE != :fd && "the shared :fd poller: runs in the :fd pass"
+
+  def fd_producer(poller:, **settings)
+    build_producer(mode: :fd, **settings) do |config|
+      config.polling.poller = poller
+      config.polling.fd.periodic_poll_interval = 10_000 # wake-ups only: no periodic poll helps
+      yield config if block_given?
+    end
+  end
+
+  def warm(*producers) = producers.each { |producer| producer.produce_sync(topic: topic, payload: "warm-up") }
+
+  # A listener sleeping 50 ms per acknowledgement used to hold a shared poller
+  # for its whole backlog: B's produce_sync waited 721-742 ms with max_time
+  # 100 ms. A turn may overrun max_time by one dispatched item, so B waits at
+  # most about two turns.
+  describe "polling.fd.max_time", skip: fd_only do
+    it "bounds a slow subscriber's turn, so another producer's produce_sync waits at most about 2 x max_time" do
+      poller = Sluice::Polling::Poller.new
+      slow = fd_producer(poller: poller) { |config| config.polling.fd.max_time = 100 }
+      other = fd_producer(poller: poller) { |config| config.polling.fd.max_time = 100 }
+      warm(slow, other)
+      dispatching = Queue.new
+      acknowledged = 0
+      listener = slow.monitor.subscribe("message.acknowledged") do |_event|
+        dispatching << true if (acknowledged += 1) == 1
+        sleep 0.05 # the slow subscriber is the point, not synchronisation
+      end
+
+      # ~3 s of listener time (the handles resolve at once: only the subscriber is slow)
+      handles = slow.produce_many_async(Array.new(60) { |i| { topic: topic, payload: "slow #{i}" } })
+      pop_within(dispatching, what: "the slow subscriber")
+      latencies = Array.new(5) do |i|
+        started = monotonic
+        expect(other.produce_sync(topic: topic, payload: "other #{i}").error).to be_nil
+        monotonic - started
+      end
+      acknowledged_meanwhile = acknowledged
+      slow.monitor.unsubscribe(listener)
+
+      expect(acknowledged_meanwhile).to be < 60 # the slow subscriber was busy all along
+      expect(latencies.sort[2]).to be <= 0.25, "latencies: #{latencies.map { |l| l.round(3) }}" # the median
+      expect(latencies.max).to be <= 0.35, "latencies: #{latencies.map { |l| l.round(3) }}"
+      expect(handles.map { |handle| handle.wait.error }.uniq).to eq([nil])
+    end
+  end
+
+  describe "a fault in one producer's turn", skip: fd_only do
+    # A stand-in for any bug in serving a client: a monitor that raises when
+    # the drain asks whether acknowledgements are wanted, while `broken`.
+    let(:faulty_monitor_class) do
+      Class.new(Sluice::Monitor) do
+        attr_accessor :broken
+
+        def listening?(name)
+          raise ArgumentError, "monitor broke" if broken && Sluice::Polling.thread?
+
+          super
+        end
+      end
+    end
+
+    it "is reported to that producer only, which is set aside and served again later; the others are served meanwhile" do
+      poller = Sluice::Polling::Poller.new
+      faulty = fd_producer(poller: poller, monitor: faulty_monitor_class.new)
+      other = fd_producer(poller: poller)
+      warm(faulty, other)
+      faulty_errors = record_events(faulty.monitor, "error.occurred")
+      other_errors = record_events(other.monitor, "error.occurred")
+
+      faulty.monitor.broken = true
+      stuck = faulty.produce_async(topic: topic, payload: "served after the fault")
+      error = faulty_errors.await { |event| event[:type] == "poller.error" }
+      reports = Array.new(3) { |i| other.produce_sync(topic: topic, payload: "other #{i}") }
+      faulty.monitor.broken = false
+
+      expect(error.to_h).to include(producer_id: faulty.id, poller_id: poller.id)
+      expect(error[:error]).to be_a(ArgumentError).and(have_attributes(message: "monitor broke"))
+      expect(reports.map(&:error)).to eq([nil] * 3)
+      expect(stuck.wait(max_wait_timeout: 5_000).error).to be_nil # served again after its backoff
+      expect(other_errors.events).to be_empty # the fault never ended the others' turn
+      expect(poller).to be_alive
+    end
+
+    # The poller thread is held in a listener while two registrations queue
+    # up, so it applies them in one batch; the first cannot be added to the
+    # selector (its wake-up fd is invalid). It used to end the batch: the
+    # second registration was dropped and its Producer.new waited forever.
+    it "when registering fails, is raised to that caller only: a registration queued behind it still completes" do
+      poller = Sluice::Polling::Poller.new
+      holder = fd_producer(poller: poller)
+      warm(holder)
+      in_listener = Queue.new
+      release = Queue.new
+      holder.monitor.subscribe("message.acknowledged") do |_event|
+        in_listener << true
+        release.pop
+      end
+      holder.produce_async(topic: topic, payload: "holds the poller thread")
+      pop_within(in_listener, what: "the holding listener")
+
+      client = Sluice::Native::Producer.new([["bootstrap.servers", TestKafka::BROKERS]])
+      broken = Class.new(Sluice::Polling::State) { def wakeup_fd = -1 }.new(
+        kind: :producer, client_id: "broken", client: client, monitor: Sluice::Monitor.new,
+        notifier: Sluice::DeliveryNotifier.new(1_000), logger: Logger.new(nil), max_time: 100, periodic_poll_interval: 10_000
+      )
+      failing = Thread.new { poller.register(broken) }
+      failing.report_on_exception = false
+      spin_until(what: "the failing registration queued") { poller.count == 2 }
+      arriving = Thread.new { fd_producer(poller: poller) }
+      spin_until(what: "the second registration queued") { poller.count == 3 }
+      release << true
+
+      expect { failing.join(10) }.to raise_error(Errno::EBADF)
+      expect(arriving.join(10)).not_to be_nil, "the registration queued behind the failing one never completed"
+      expect(arriving.value.produce_sync(topic: topic, payload: "registered").error).to be_nil
+      expect(poller.count).to eq(2)
+    ensure
+      release&.push(true)
+      client&.destroy
+    end
+  end
+
+  # Both modes: the polling thread survives whatever a listener raises.
+  describe "a listener raising a non-StandardError" do
+    let(:errors) { Queue.new }
+    let(:raising) do
+      monitor = Sluice::Monitor.new
+      monitor.subscribe("error.occurred") { |event| errors << event.payload }
+      build_producer(monitor: monitor, max_wait_timeout: 3_000)
+    end
+    let(:bystander) { build_producer(max_wait_timeout: 3_000) }
+
+    def polling_threads
+      names = TestKafka::MODE == :fd ? ["sluice.poller#0"] : [raising, bystander].map { |p| "sluice.producer##{p.id}" }
+      Thread.list.select { |thread| thread.alive? && names.include?(thread.name) }
+    end
+
+    before { warm(raising, bystander) }
+
+    [[SystemExit, -> { exit(3) }], [NoMemoryError, -> { raise NoMemoryError, "listener ran out" }]].each do |error_class, fault|
+      it "is reported as error.occurred when it raises #{error_class}, and polling goes on for every producer" do
+        threads = polling_threads
+        raising.monitor.subscribe("message.acknowledged") { |_event| fault.call }
+
+        first = raising.produce_sync(topic: topic, payload: "raises #{error_class}")
+        error = pop_within(errors, what: "error.occurred")
+
+        expect(error).to include(producer_id: raising.id, type: "callbacks.listener.error", event_id: "message.acknowledged")
+        expect(error[:error]).to be_a(error_class)
+        expect(bystander.produce_sync(topic: topic, payload: "bystander").error).to be_nil
+        expect(raising.produce_sync(topic: topic, payload: "again").offset).to be > first.offset
+        expect(pop_within(errors, what: "the second error.occurred")[:error]).to be_a(error_class)
+        expect(polling_threads).to eq(threads) # the same threads, still alive
+        expect(threads.size).to eq(TestKafka::MODE == :fd ? 1 : 2)
+      ensure
+        # Were a polling thread dead, :thread mode's close would re-raise its
+        # error from Thread#join (and again in the suite's after hook): close here, once.
+        test_producers.dup.each do |producer|
+          producer.close(timeout: 3_000)
+        rescue Exception # rubocop:disable Lint/RescueException
+          test_producers.delete(producer)
+        end
+      end
+    end
+  end
+end
