@@ -215,7 +215,9 @@ static VALUE consumer_commit(VALUE self, VALUE partitions, VALUE async) {
     client_t *c = sluice_consumer_open(self);
     struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), 0};
     if (RTEST(async)) {
-        a.err = rd_kafka_commit(c->rk, a.list, 1);
+        /* The result as an event on the main queue (relayed to the poller):
+         * rd_kafka_commit(async) reports only to an offset_commit_cb. */
+        a.err = rd_kafka_commit_queue(c->rk, a.list, c->queue, NULL, NULL);
     } else {
         sluice_client_blocking(c, commit_nogvl, &a, NULL, NULL);
         if (a.list) rd_kafka_topic_partition_list_destroy(a.list);

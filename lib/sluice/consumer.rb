@@ -67,6 +67,7 @@ module Sluice
     # partition's next owner) and the exception propagates.
     # @yieldparam message [Message]
     def each_message
+      open_client
       @inbox.reading do
         while (message = @inbox.take(nil))
           begin
@@ -90,6 +91,7 @@ module Sluice
     def each_batch(max_items: 500, max_wait: 100)
       raise ArgumentError, "max_items must be a positive Integer" unless max_items.is_a?(Integer) && max_items.positive?
 
+      open_client
       @inbox.reading do
         while (batch = @inbox.take_batch(max_items, max_wait))
           next if batch.empty?

@@ -14,7 +14,8 @@ module TestKafka
     "sluice-spec-many" => [1, nil],
     "sluice-spec-txn" => [1, nil],
     "sluice-spec-small" => [1, [["max.message.bytes", "2000"]]],
-    "sluice-spec-bench" => [1, nil]
+    "sluice-spec-bench" => [1, nil],
+    "sluice-spec-consumer" => [3, nil]
   }.freeze
 
   class << self

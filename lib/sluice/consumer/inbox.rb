@@ -44,7 +44,7 @@ module Sluice
       def take(timeout_ms)
         deadline = timeout_ms && now + (timeout_ms / 1000.0)
         loop do
-          while @at < @items.size
+          while @at < @items.size && !@stopped
             item = @items[@at]
             @at += 1
             return item if item.is_a?(Message)
@@ -66,7 +66,7 @@ module Sluice
         batch = []
         deadline = now + (max_wait_ms / 1000.0)
         loop do
-          fill(batch, max_items)
+          fill(batch, max_items) unless @stopped
           return batch if batch.size >= max_items
           return (batch.empty? ? nil : batch) if @stopped
           next if refill
@@ -100,7 +100,9 @@ module Sluice
         @at = 0
       end
 
-      # Ends a wait in progress and every take after the current one.
+      # Ends the current read (each_message, each_batch, poll): its wait, and
+      # every take after the current one; the next read starts afresh. What
+      # was fetched and not handed out stays for that next read.
       # Safe from any thread, fiber or signal handler.
       def stop
         @stopped = true
@@ -126,6 +128,7 @@ module Sluice
           busy = @reader && !@reader.equal?(Fiber.current)
           raise Errors::ConsumerStateError, "this consumer is already being read by another thread or fiber" if busy
 
+          @stopped = false unless @reader # a new read; a nested one (poll inside each_message) keeps the stop
           @reader = Fiber.current
         end
         yield
