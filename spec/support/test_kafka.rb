@@ -15,7 +15,10 @@ module TestKafka
     "sluice-spec-txn" => [1, nil],
     "sluice-spec-small" => [1, [["max.message.bytes", "2000"]]],
     "sluice-spec-bench" => [1, nil],
-    "sluice-spec-consumer" => [3, nil]
+    "sluice-spec-consumer" => [3, nil],
+    "sluice-spec-idle" => [1, nil], # nothing is ever produced to it
+    "sluice-spec-idle-reads" => [1, nil],
+    "sluice-spec-slow" => [1, nil]
   }.freeze
 
   class << self
