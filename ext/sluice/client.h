@@ -60,6 +60,8 @@ typedef struct {
     int topic_count;
     /* consumers only (consumer.c) */
     relay_t *relay;            /* where the main queue's events come from (drain.c takes them there) */
+    rd_kafka_queue_t *sasl_queue; /* OAUTHBEARER refresh requests (NULL without OAUTHBEARER): the background
+                                     queue would run them as callbacks, so they get a queue of their own */
     rd_kafka_queue_t *cqueue;  /* the consumer queue: messages, rebalances, consumer errors */
     int cwake_r, cwake_w;      /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
     int cexhausted;            /* the last #consume stopped with events left */

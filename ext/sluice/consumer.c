@@ -86,6 +86,9 @@ static VALUE consumer_initialize(VALUE self, VALUE pairs) {
         rd_kafka_conf_destroy(conf);
         rb_raise(rb_eNoMemError, "cannot allocate the consumer's relay");
     }
+    /* Refresh requests on a queue of their own (or the background thread
+     * would run them as callbacks, and no event would reach the poller). */
+    rd_kafka_conf_enable_sasl_queue(conf, 1);
     sluice_client_start(self, c, RD_KAFKA_CONSUMER, conf,
                         /* LOG too: the background thread relays only the kinds enabled here */
                         RD_KAFKA_EVENT_REBALANCE | RD_KAFKA_EVENT_OFFSET_COMMIT | RD_KAFKA_EVENT_ERROR |
@@ -103,6 +106,14 @@ static VALUE consumer_initialize(VALUE self, VALUE pairs) {
     c->wake_w = fds[1];
     sluice_relay_set_pipe(c->relay, c->wake_w);
     sluice_relay_start(c->relay, c->rk, c->queue);
+    c->sasl_queue = rd_kafka_queue_get_sasl(c->rk);
+    if (c->sasl_queue) {
+        rd_kafka_queue_io_event_enable(c->sasl_queue, c->wake_w, "1", 1);
+        /* the first refresh request was queued inside rd_kafka_new, before this pipe */
+        if (rd_kafka_queue_length(c->sasl_queue) > 0 && write(c->wake_w, "1", 1) < 0) {
+            /* EAGAIN: a wake-up is pending already */
+        }
+    }
     return self;
 }
 
@@ -211,6 +222,11 @@ static VALUE consumer_member_id(VALUE self) {
 }
 
 void sluice_consumer_release(client_t *c) {
+    if (c->sasl_queue) {
+        rd_kafka_queue_io_event_enable(c->sasl_queue, -1, NULL, 0);
+        rd_kafka_queue_destroy(c->sasl_queue);
+        c->sasl_queue = NULL;
+    }
     rd_kafka_queue_io_event_enable(c->cqueue, -1, NULL, 0);
     /* Messages fetched and never consumed hold their partitions, which hold
      * their brokers: left in the queue, rd_kafka_destroy would wait forever

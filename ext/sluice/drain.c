@@ -86,9 +86,21 @@ static rd_kafka_event_t *next_event(client_t *c) {
     return rd_kafka_queue_poll(c->queue, 0);
 }
 
-/* The next item of a consumer's relay into batch; false when there was none. */
+/* A consumer's pending OAUTHBEARER refresh requests (its length is asked
+ * first: polling a consumer's queue counts as the application polling). */
+static size_t sasl_left(client_t *c) { return c->sasl_queue ? rd_kafka_queue_length(c->sasl_queue) : 0; }
+
+/* The next item of a consumer's relay (or SASL queue) into batch; false when there was none. */
 static int serve_relayed(client_t *c, VALUE batch) {
     relay_item_t item;
+    if (sasl_left(c) > 0) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->sasl_queue, 0);
+        if (ev) {
+            serve_event(c, ev, batch, 0);
+            rd_kafka_event_destroy(ev);
+            return 1;
+        }
+    }
     if (!sluice_relay_pop(c->relay, &item)) return 0;
     if (item.event) serve_event(c, item.event, batch, 0);
     else push4(batch, sym_log, INT2FIX(item.level), rb_str_new_cstr(item.fac), rb_str_new_cstr(item.line));
@@ -96,7 +108,9 @@ static int serve_relayed(client_t *c, VALUE batch) {
     return 1;
 }
 
-static size_t events_left(client_t *c) { return c->relay ? sluice_relay_length(c->relay) : rd_kafka_queue_length(c->queue); }
+static size_t events_left(client_t *c) {
+    return c->relay ? sluice_relay_length(c->relay) + sasl_left(c) : rd_kafka_queue_length(c->queue);
+}
 
 static void empty_pipe(int fd) {
     char buf[64];
@@ -159,7 +173,7 @@ static void *wait_events_nogvl(void *p) {
     struct wait_args *a = p;
     if (a->c->relay) { /* a consumer: wait for the relay's wake-up, never poll the handle */
         struct pollfd pfd = {.fd = a->c->wake_r, .events = POLLIN};
-        if (sluice_relay_length(a->c->relay) == 0) poll(&pfd, 1, a->timeout_ms);
+        if (events_left(a->c) == 0) poll(&pfd, 1, a->timeout_ms);
         return NULL;
     }
     a->c->pending = rd_kafka_queue_poll(a->c->queue, a->timeout_ms);
@@ -190,7 +204,7 @@ static VALUE client_wait_events(VALUE self, VALUE timeout) {
     if (c->pending) return Qtrue;
     struct wait_args a = {c, NUM2INT(timeout)};
     sluice_client_blocking(c, wait_events_nogvl, &a, wait_events_ubf, &a);
-    VALUE ready = c->pending || (c->relay && sluice_relay_length(c->relay) > 0) ? Qtrue : Qfalse;
+    VALUE ready = c->pending || (c->relay && events_left(c) > 0) ? Qtrue : Qfalse;
     sluice_client_unblock(c);
     return ready;
 }

@@ -1,0 +1,50 @@
+# frozen_string_literal: true
+
+# OAUTHBEARER for consumers: the refresh request is a main-queue event, so
+# the poller (:fd) or the consumer's polling thread (:thread) serves it, also
+# while the consumer is idle or its reader is busy in a block.
+RSpec.describe "A consumer's OAUTHBEARER token refresh", :kafka do
+  include PollingScenarios
+
+  let(:refreshes) { Queue.new }
+
+  # The listener may run before Consumer.new returns: it gets the consumer through a Queue.
+  def oauth_consumer(lifetime_ms:)
+    box = Queue.new
+    consumer = nil
+    monitor = Sluice::Monitor.new(logger: Logger.new(nil))
+    monitor.subscribe("oauthbearer.token_refresh") do |event|
+      consumer ||= box.pop
+      consumer.oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice",
+                                     lifetime_ms: (Time.now.to_f * 1000).to_i + lifetime_ms)
+      refreshes << [event.payload, Thread.current.name]
+    end
+    built = Sluice::Consumer.new do |config|
+      config.kafka = { "bootstrap.servers": TestKafka::SASL_BROKERS, "security.protocol": "SASL_PLAINTEXT",
+                       "sasl.mechanisms": "OAUTHBEARER", "group.id": "sluice-spec-oauth-#{rand(1 << 30)}" }
+      config.polling.mode = TestKafka::MODE
+      config.monitor = monitor
+    end
+    box << built
+    built
+  end
+
+  it "is refreshed by the polling thread, again before expiry, while the reader waits; the token lets it read" do
+    report = build_producer.produce_sync(topic: "sluice-spec-1p", payload: "read with a token")
+    consumer = oauth_consumer(lifetime_ms: 1_500)
+    payload, thread = pop_within(refreshes, 10, what: "the first oauthbearer.token_refresh")
+    expect(payload).to include(consumer_id: consumer.id)
+    expect(thread).to eq(TestKafka::MODE == :fd ? "sluice.poller#0" : "sluice.consumer##{consumer.id}")
+
+    consumer.assign("sluice-spec-1p" => { 0 => report.offset })
+    message = consumer.poll(10_000)
+    expect(message&.payload).to eq("read with a token")
+
+    reader = Thread.new { consumer.each_message { nil } } # idle from here: nothing more is read
+    pop_within(refreshes, 5, what: "the refresh before the token expires")
+    consumer.stop
+    expect(reader.join(10)).to be(reader)
+  ensure
+    consumer&.close
+  end
+end
