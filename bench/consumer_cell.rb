@@ -131,10 +131,13 @@ module Bench
       end
     end
 
+    # Flags first: a snapshot reads /proc (GVL released), another reader may get here meanwhile.
     def milestone
-      if @first.nil?
+      if !@started
+        @started = true
         @first = snapshot
-      elsif @last.nil?
+      elsif !@finished && @seen >= @target
+        @finished = true
         @last = snapshot.merge(threads: thread_counts)
         @consumers.each(&:stop)
       end
