@@ -93,6 +93,8 @@ module Bench
       read_all(consumers)
       raise "only #{@seen} of #{@target} messages within #{@opts[:timeout]} s" unless @last
 
+      @groups = ProcSelf.cpu_by_group
+
       close_started = now
       consumers.each(&:close)
       throughput_report(rss_before: rss_before, threads_before: threads_before, cpu_total: cpu_now - cpu_start,
@@ -104,9 +106,10 @@ module Bench
     def read_all(consumers)
       if @opts[:runner] == :fiber
         require "async"
-        Sync { consumers.map { |c| Async { read(c) } }.each(&:wait) }
+        @reader_cpu = [thread_cpu_of { Sync { consumers.map { |c| Async { read(c) } }.each(&:wait) } }]
       else
-        threads = consumers.map { |c| Thread.new { read(c) } }
+        @reader_cpu = Array.new(consumers.size, 0.0)
+        threads = consumers.each_with_index.map { |c, i| Thread.new { @reader_cpu[i] = thread_cpu_of { read(c) } } }
         deadline = now + @opts[:timeout]
         threads.each { |t| t.join([deadline - now, 0.1].max) }
         consumers.each(&:stop) if threads.any?(&:alive?)
@@ -143,23 +146,30 @@ module Bench
       end
     end
 
+    # Nothing here releases the GVL before the time and CPU are taken (a read
+    # of /proc does: another reader could keep the GVL for its whole time slice).
     def snapshot
-      { at: now, cpu: cpu_now, groups: ProcSelf.cpu_by_group, rss_kb: ProcSelf.rss_kb,
-        allocated: GC.stat(:total_allocated_objects), gc: GC.count, probe: InboxProbe::STATS.dup }
+      { at: now, cpu: cpu_now, allocated: GC.stat(:total_allocated_objects), gc: GC.count, probe: InboxProbe::STATS.dup,
+        rss_kb: ProcSelf.rss_kb }
+    end
+
+    def thread_cpu_of
+      started = Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
+      yield
+      Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID) - started
     end
 
     def throughput_report(rss_before:, threads_before:, cpu_total:, close_s:)
       elapsed = @last[:at] - @first[:at]
       per_msg = ->(seconds) { (seconds / @target * 1e6).round(3) }
-      groups = @last[:groups].to_h { |group, seconds| [group, seconds - @first[:groups][group]] }
       {
         scenario: "throughput", consumers: @opts[:consumers], mode: @opts[:mode], api: @opts[:api], runner: @opts[:runner],
         messages: @target, kafka: @opts[:kafka], elapsed_s: elapsed.round(4), rate: (@target / elapsed).round,
         cpu_us_per_msg: per_msg.call(@last[:cpu] - @first[:cpu]),
-        # ruby: the reading threads (Inbox, Message objects, the block); librdkafka: fetch, decompress, queue
+        # Each thread's CPU from its start to the last message (join and prefetch included):
+        # ruby: the readers (Inbox, Message objects, the block); librdkafka: fetch, parse, its queues
         cpu_us_per_msg_by_group: {
-          ruby: per_msg.call(groups[:ruby]), polling: per_msg.call(groups[:polling]),
-          librdkafka: per_msg.call((@last[:cpu] - @first[:cpu]) - groups[:ruby] - groups[:polling])
+          ruby: per_msg.call(@reader_cpu.sum), polling: per_msg.call(@groups[:polling]), librdkafka: per_msg.call(@groups[:librdkafka])
         },
         # like ccbench: from creating the consumers to having closed them (group join and leave included)
         cpu_us_per_msg_total: per_msg.call(cpu_total),

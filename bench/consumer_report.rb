@@ -163,9 +163,11 @@ module Bench
 
         #{targets_text}
 
-        CPU is process CPU (Process.times) per message over the measured window; split by thread (/proc/self/task):
-        "Ruby" is the reading threads (the drain into Message objects, each_message/each_batch, the block), librdkafka the
-        rest (fetch, parse, its queues). ccbench's CPU figure includes group join and close: #{ceiling_cpu_text}.
+        CPU is process CPU (Process.times) per message from the first message to the last. In brackets, per thread
+        from its start to the last message: "Ruby" is the reading threads (CLOCK_THREAD_CPUTIME_ID: the drain into
+        Message objects, each_message/each_batch, the block), librdkafka its own threads (/proc/self/task: fetch, parse,
+        queues, prefetch beyond the last message included). ccbench's CPU figure is for the whole process, group join
+        and close included: #{ceiling_cpu_text}.
         Ruby threads counted at the last message: main, one reader per consumer, and ours (the poller in :fd, one per
         consumer in :thread); OS threads include librdkafka's (about 5 per consumer).
 
