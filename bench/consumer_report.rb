@@ -32,7 +32,7 @@ module Bench
           rate = median(cells.map { _1[:rate] })
           t = cells.first[:threads]
           rows << format("| %d | %s | %s | %s | %s | %s | %.2f (%.2f + %.2f) | %d (%d) | %d | %.0f MB |", n, api, mode, rates(cells),
-                         c.positive? ? c.to_s : "-", c.positive? ? format("%.0f%%", rate * 100.0 / c) : "-",
+                         c.positive? ? c_rates(n, tuned) : "-", c.positive? ? format("%.0f%%", rate * 100.0 / c) : "-",
                          median(cells.map { _1[:cpu_us_per_msg] }), median(cells.map { _1.dig(:cpu_us_per_msg_by_group, :ruby) }),
                          median(cells.map { _1.dig(:cpu_us_per_msg_by_group, :librdkafka) }), t[:ruby], t[:polling], t[:os],
                          median(cells.map { _1[:rss_last_kb] }) / 1024.0)
@@ -40,6 +40,8 @@ module Bench
       end
       rows.join("\n")
     end
+
+    def c_rates(consumers, tuned) = rates(@ceiling.select { |c| c[:consumers] == consumers && c[:tuned] == tuned })
 
     def rates(cells)
       list = cells.map { _1[:rate] }
@@ -156,7 +158,8 @@ module Bench
         #{@opts[:messages]} messages of 100 bytes, filled once and read again by each cell. Each cell is a fresh process:
         N consumers in one fresh group (auto.offset.reset=earliest), each read by #{@opts[:runner] == :fiber ? "a fiber (Async)" : "its own Ruby thread"};
         msg/s from the first message to the #{@opts[:messages]}-th in total. The C column is ccbench
-        (`../shared/tools/ccbench`: a thread per `rd_kafka_consumer_poll` consumer) in the same run. #{@opts[:reps]} rep(s);
+        (`../shared/tools/ccbench`: a thread per `rd_kafka_consumer_poll` consumer) in the same run, median (min-max) of
+        #{@opts[:ccbench_reps] || 1} C runs per consumer count. #{@opts[:reps]} rep(s) of the sluice cells;
         the machine is shared and noisy: compare within one run.
 
         #{matrix_table}
