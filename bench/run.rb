@@ -149,8 +149,15 @@ module Bench
       json = File.join(ROOT, "bench/results/#{stamp}.json")
       File.write(json, JSON.pretty_generate(data))
       chart
-      File.write(File.join(ROOT, "bench/RESULTS.md"), markdown)
+      results = File.join(ROOT, "bench/RESULTS.md")
+      File.write(results, markdown + consumer_section(results))
       puts "wrote #{json}, bench/RESULTS.md#{@chart ? ", bench/RESULTS.png" : ""}"
+    end
+
+    # The consumer block (bench/consumer_run.rb, bin/bench consumer) is kept as it was.
+    def consumer_section(results)
+      block = File.exist?(results) && File.read(results)[/^<!-- consumer-bench:begin.*?^<!-- consumer-bench:end -->\n?/m]
+      block ? "\n#{block}" : ""
     end
 
     def chart

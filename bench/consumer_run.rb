@@ -1,0 +1,249 @@
+# frozen_string_literal: true
+
+# The consumer benchmark: 1, 3 and 6 consumers in one group read a pre-filled
+# 6-partition topic (1,000,000 x 100 bytes), each_message and each_batch, :fd
+# and :thread, one fresh process per cell (bench/consumer_cell.rb), against
+# raw librdkafka in C measured in the same run (ccbench, built from
+# ../shared/tools/ccbench into tmp/ccbench). Then where the time goes (one
+# consumer, Inbox timed), 25 consumers + 25 producers in one process (thread
+# counts) and an idle consumer (wake-ups over 10 s). Prints tables as it goes
+# and writes the "Consumer" block of bench/RESULTS.md (the producer sections,
+# written by bench/run.rb, stay as they are) and bench/results/consumer-<time>.json.
+#
+#   ruby bench/consumer_run.rb [--messages 1000000] [--consumers 1,3,6] [--reps 1] [--apis each_message,each_batch]
+#                              [--modes fd,thread] [--runner thread|fiber] [-X key=value] [--no-ccbench] [--no-tuned]
+#                              [--no-profile] [--no-crowd] [--no-idle] [--no-write]
+
+require "json"
+require "open3"
+require "optparse"
+require "rbconfig"
+require "fileutils"
+require "etc"
+require_relative "consumer_report"
+
+module Bench
+  class ConsumerRun
+    include ConsumerReport
+
+    ROOT = File.expand_path("..", __dir__)
+    # Beside the checkout, in CI as here.
+    CCBENCH_SRC = File.expand_path("../shared/tools/ccbench", ROOT)
+    CCBENCH = File.join(ROOT, "tmp/ccbench/ccbench")
+    RESULTS = File.join(ROOT, "bench/RESULTS.md")
+    BEGIN_MARK = "<!-- consumer-bench:begin (written by bin/bench consumer; bin/bench keeps it) -->"
+    END_MARK = "<!-- consumer-bench:end -->"
+    PARTITIONS = 6
+    # librdkafka 2.0.2 stops fetching while the consumer queue (all its
+    # partitions together) holds queued.min.messages, and looks again only on
+    # its broker thread's next 1 s wake-up; a reader slower than the fetcher
+    # then waits most of each second. The tuned rows lift that bound (memory
+    # stays bounded by queued.max.messages.kbytes, 64 MB).
+    TUNED = { "queued.min.messages" => "1000000" }.freeze
+    TARGETS = { each_message: 300_000, each_batch: 750_000 }.freeze
+
+    def initialize(opts)
+      @opts = opts
+      @cells = []
+      @ceiling = []
+      @started = Time.now
+    end
+
+    def run
+      FileUtils.mkdir_p(File.join(ROOT, "bench/results"))
+      build_ccbench if @opts[:ccbench]
+      ensure_topic
+      matrix
+      tuned if @opts[:tuned]
+      profile if @opts[:profile]
+      crowd if @opts[:crowd]
+      idle if @opts[:idle]
+      write_results
+    end
+
+    private
+
+    # --- steps ------------------------------------------------------------------
+
+    def build_ccbench
+      raise "ccbench not found at #{CCBENCH_SRC} (it belongs beside the checkout)" unless File.exist?(File.join(CCBENCH_SRC, "ccbench.c"))
+
+      dir = File.dirname(CCBENCH)
+      FileUtils.mkdir_p(dir)
+      %w[ccbench.c Makefile].each { |f| FileUtils.cp(File.join(CCBENCH_SRC, f), dir, preserve: true) }
+      _, err, status = Open3.capture3("make", "-C", dir)
+      raise "cannot build ccbench:\n#{err}" unless status.success?
+    end
+
+    # Filled once (by ccbench --fill, which also reads it back) and reused while it holds enough.
+    def ensure_topic
+      marks = cell("--scenario", "watermarks", "--topic", @opts[:topic])
+      if marks[:partitions].positive? && marks[:partitions] != PARTITIONS
+        raise "topic #{@opts[:topic]} has #{marks[:partitions]} partitions, not #{PARTITIONS}: use --topic"
+      end
+
+      missing = @opts[:messages] - marks[:messages]
+      return puts("== topic #{@opts[:topic]}: #{marks[:messages]} messages in #{marks[:partitions]} partitions") unless missing.positive?
+
+      raise "topic #{@opts[:topic]} needs #{missing} more messages; ccbench (which fills it) is off" unless @opts[:ccbench]
+
+      puts "== filling #{@opts[:topic]} with #{missing} x 100 bytes (ccbench --fill)"
+      ccbench_result(1, ["--fill", "--messages", missing.to_s, "--partitions", PARTITIONS.to_s])
+    end
+
+    def matrix
+      puts "== #{@opts[:messages]} messages, #{@opts[:runner]} per consumer, #{@opts[:reps]} rep(s)"
+      @opts[:reps].times do |rep|
+        @opts[:consumers].each do |n|
+          ccbench(n, rep) if @opts[:ccbench]
+          modes = rep.even? ? @opts[:modes] : @opts[:modes].reverse
+          @opts[:apis].product(modes).each { |api, mode| throughput(n, api, mode, rep) }
+        end
+      end
+      puts
+      puts matrix_table
+      puts
+      puts targets_text
+    end
+
+    def tuned
+      puts "== tuned: #{TUNED.map { |k, v| "#{k}=#{v}" }.join(" ")}, 1 consumer"
+      ccbench(1, 0, tuned: true) if @opts[:ccbench]
+      @opts[:apis].each { |api| throughput(1, api, :fd, 0, tuned: true) }
+    end
+
+    def profile
+      puts "== where the time goes: 1 consumer, fd, Inbox#refill and the waits timed"
+      [{}, TUNED].each do |extra|
+        @opts[:apis].each { |api| throughput(1, api, :fd, 0, tuned: !extra.empty?, profile: true) }
+      end
+    end
+
+    CROWD = [%i[fd fiber], %i[fd thread], %i[thread fiber], %i[thread thread]].freeze
+    IDLE = [%i[fd thread], %i[fd fiber], %i[thread thread]].freeze
+
+    def crowd
+      puts "== 25 consumers + 25 producers in one process (1,000 messages per producer)"
+      CROWD.each do |mode, runner|
+        result = record(cell("--scenario", "crowd", "--mode", mode.to_s, "--runner", runner.to_s, "--topic", "#{@opts[:topic]}-crowd"))
+        t = result[:threads]
+        puts format("  %-6s readers=%-6s Ruby threads %3d (polling %2d)  OS threads %4d (librdkafka %4d)  consumed %d/%d in %.1f s",
+                    mode, runner, t[:ruby], t[:polling], t[:os], t[:librdkafka], result[:consumed], result[:in_topic], result[:elapsed_s])
+      end
+    end
+
+    def idle
+      puts "== an idle consumer, #{@opts[:idle_seconds]} s"
+      IDLE.each do |mode, runner|
+        result = record(cell("--scenario", "idle", "--mode", mode.to_s, "--runner", runner.to_s, "--seconds", @opts[:idle_seconds].to_s,
+                             "--topic", "#{@opts[:topic]}-idle"))
+        puts format("  %-6s reader=%-6s Inbox refills %d, waits %d; poller %s; context switches %s; CPU %.1f ms",
+                    mode, runner, result[:refills], result[:waits], poller_text(result[:poller]),
+                    result[:context_switches].map { |k, v| "#{k} #{v}" }.join(", "), result[:cpu_ms])
+      end
+    end
+
+    # --- cells ------------------------------------------------------------------
+
+    def throughput(consumers, api, mode, rep, tuned: false, profile: false)
+      args = ["--consumers", consumers.to_s, "--api", api, "--mode", mode.to_s, "--runner", @opts[:runner].to_s,
+              "--messages", @opts[:messages].to_s, "--topic", @opts[:topic], *kafka_args(tuned)]
+      args << "--profile" if profile
+      result = record(cell(*args).merge(rep: rep, tuned: tuned))
+      t = result[:threads]
+      puts format("  sluice  %-12s %-6s consumers=%d%s %9d msg/s  CPU %5.2f us/msg (Ruby %4.2f, librdkafka %4.2f)  " \
+                  "threads Ruby %2d (polling %d) OS %3d  RSS %5.1f MB",
+                  api, mode, consumers, tuned ? " tuned" : "", result[:rate], result[:cpu_us_per_msg],
+                  result[:cpu_us_per_msg_by_group][:ruby], result[:cpu_us_per_msg_by_group][:librdkafka], t[:ruby], t[:polling],
+                  t[:os], result[:rss_last_kb] / 1024.0)
+      puts "          #{profile_text(result[:profile])}" if profile
+    end
+
+    # A C run takes a second or two: several per count, their median is the ceiling (one run
+    # slowed by the machine's other work falls into librdkafka's fetch stall too).
+    def ccbench(consumers, rep, tuned: false)
+      @opts[:ccbench_reps].times do
+        result = ccbench_result(consumers, kafka_args(tuned)).merge(consumers: consumers, rep: rep, tuned: tuned)
+        @ceiling << result
+        puts format("  ccbench %-19s consumers=%d%s %9d msg/s  CPU %5.2f us/msg (incl. join)  OS threads %3d  RSS %5.1f MB",
+                    "", consumers, tuned ? " tuned" : "", result[:rate], result[:cpu_us_per_msg], result[:threads], result[:rss_kb] / 1024.0)
+      end
+    end
+
+    def ccbench_result(consumers, extra)
+      out, err, status = Open3.capture3(CCBENCH, "--topic", @opts[:topic], "--messages", @opts[:messages].to_s, "--consumers",
+                                        consumers.to_s, "--brokers", brokers, "-q", *extra)
+      line = out.lines.grep(/^RESULT/).last or raise "ccbench printed no RESULT (exit #{status.exitstatus}): #{err}"
+      line.split.drop(1).to_h { |kv| kv.split("=", 2) }.to_h { |k, v| [k.to_sym, v.include?(".") ? v.to_f : v.to_i] }
+    end
+
+    def cell(*args)
+      out, err, status = Open3.capture3(RbConfig.ruby, File.join(__dir__, "consumer_cell.rb"), *args)
+      raise "consumer_cell #{args.join(" ")} failed:\n#{err}\n#{out}" unless status.success?
+
+      JSON.parse(out.lines.last, symbolize_names: true)
+    end
+
+    def record(result)
+      @cells << result
+      result
+    end
+
+    def kafka_args(tuned)
+      (tuned ? @opts[:kafka].merge(TUNED) : @opts[:kafka]).flat_map { |k, v| ["-X", "#{k}=#{v}"] }
+    end
+
+    # --- results ----------------------------------------------------------------
+
+    def write_results
+      stamp = @started.strftime("%Y%m%d-%H%M%S")
+      json = File.join(ROOT, "bench/results/consumer-#{stamp}.json")
+      File.write(json, JSON.pretty_generate(started: @started, machine: machine, options: @opts, cells: @cells, ccbench: @ceiling))
+      return puts("wrote #{json}") unless @opts[:write]
+
+      old = File.exist?(RESULTS) ? File.read(RESULTS) : "# Benchmark results\n"
+      block = "#{BEGIN_MARK}\n#{markdown.strip}\n#{END_MARK}\n"
+      pattern = /^#{Regexp.escape(BEGIN_MARK)}.*?^#{Regexp.escape(END_MARK)}\n?/m
+      File.write(RESULTS, old.match?(pattern) ? old.sub(pattern) { block } : "#{old.rstrip}\n\n#{block}")
+      puts "wrote #{json}, bench/RESULTS.md (consumer block)"
+    end
+
+    def machine
+      @machine ||= {
+        cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], cores: Etc.nprocessors,
+        memory: "#{(File.read("/proc/meminfo")[/MemTotal:\s+(\d+)/, 1].to_i / 1024.0 / 1024).round} GiB",
+        librdkafka: `pkg-config --modversion rdkafka`.strip,
+        kafka: Dir[File.join(ROOT, "tmp/kafka/libs/kafka_2.13-*.jar")].first.to_s[/kafka_2\.13-([\d.]+)\.jar/, 1] || "unknown"
+      }
+    end
+
+    def brokers = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092")
+    def median(values) = values.empty? ? 0 : values.sort[values.size / 2]
+  end
+end
+
+opts = { messages: 1_000_000, consumers: [1, 3, 6], reps: 1, apis: %w[each_message each_batch], modes: %i[fd thread], runner: :thread,
+         topic: "sluice-cbench", kafka: {}, ccbench: true, tuned: true, profile: true, crowd: true, idle: true, idle_seconds: 10, ccbench_reps: 3,
+         write: true, argv: ARGV.dup }
+OptionParser.new do |o|
+  o.on("--messages M", Integer, "messages in the topic and per cell (default 1000000)") { |v| opts[:messages] = v }
+  o.on("--consumers LIST", Array, "consumer counts (default 1,3,6)") { |v| opts[:consumers] = v.map { Integer(_1) } }
+  o.on("--reps N", Integer, "repetitions of the matrix (default 1)") { |v| opts[:reps] = v }
+  o.on("--apis LIST", Array, "each_message,each_batch") { |v| opts[:apis] = v }
+  o.on("--modes LIST", Array, "fd,thread") { |v| opts[:modes] = v.map(&:to_sym) }
+  o.on("--runner R", %w[thread fiber], "each consumer read by a thread (default) or a fiber") { |v| opts[:runner] = v.to_sym }
+  o.on("--topic NAME", "default sluice-cbench (6 partitions; -crowd and -idle topics beside it)") { |v| opts[:topic] = v }
+  o.on("-X KEY=VALUE", "a librdkafka consumer property, for sluice and ccbench") do |v|
+    k, val = v.split("=", 2)
+    opts[:kafka][k] = val
+  end
+  o.on("--no-ccbench", "skip the C ceiling (the topic must be full already)") { opts[:ccbench] = false }
+  o.on("--ccbench-reps N", Integer, "C runs per consumer count and rep, median taken (default 3)") { |v| opts[:ccbench_reps] = v }
+  o.on("--no-tuned", "skip the rows with queued.min.messages raised") { opts[:tuned] = false }
+  o.on("--no-profile", "skip the timed-Inbox cells") { opts[:profile] = false }
+  o.on("--no-crowd", "skip 25 consumers + 25 producers") { opts[:crowd] = false }
+  o.on("--no-idle", "skip the idle consumer") { opts[:idle] = false }
+  o.on("--idle-seconds S", Integer) { |v| opts[:idle_seconds] = v }
+  o.on("--no-write", "leave bench/RESULTS.md alone") { opts[:write] = false }
+end.parse!
+Bench::ConsumerRun.new(opts).run
