@@ -14,7 +14,11 @@ module TestKafka
     "sluice-spec-many" => [1, nil],
     "sluice-spec-txn" => [1, nil],
     "sluice-spec-small" => [1, [["max.message.bytes", "2000"]]],
-    "sluice-spec-bench" => [1, nil]
+    "sluice-spec-bench" => [1, nil],
+    # Consumer groups (spec/integration/consumer_groups_spec.rb) and crash
+    # recovery (consumer_crash_recovery_spec.rb): input and a transform's output.
+    "sluice-spec-cgroup" => [6, nil],
+    "sluice-spec-cgroup-out" => [3, nil]
   }.freeze
 
   class << self
