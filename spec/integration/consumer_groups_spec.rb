@@ -122,4 +122,44 @@ RSpec.describe "Consumer groups: members joining and leaving", :kafka, timeout: 
   include_examples "a group that rebalances", "range", :eager
   include_examples "a group that rebalances", "roundrobin", :eager
   include_examples "a group that rebalances", "cooperative-sticky", :cooperative
+
+  # librdkafka counts only polls of the consumer queue for max.poll.interval.ms
+  # and commits only stored offsets, while each_message hands out what one
+  # drain of that queue buffered (up to Inbox::DRAIN_ITEMS messages).
+  it "keeps a slow member in its group and commits its progress while it works through a backlog" do
+    group = "sluice-spec-cgroup-slow-#{tag}"
+    start = start_group_at_end(group, topic)
+    producer = build_producer
+    backlog = 1_200
+    backlog.times { |i| producer.produce_async(topic: topic, partition: i % partitions, payload: "#{tag}:#{i + 1}") }
+    producer.flush
+    # 10 ms a message: 12 s for the backlog, twice max.poll.interval.ms
+    consumer = group_consumer(group, kafka: { "max.poll.interval.ms": 6_000 })
+    errors = []
+    consumer.monitor.subscribe("error.occurred") { |event| errors << "#{event[:type]}: #{event[:error]}" }
+    revokes = []
+    consumer.monitor.subscribe("consumer.partitions_revoked") { |event| revokes << event[:partitions] }
+    committed_midway = nil
+    seen = []
+    consumer.subscribe(topic)
+    with_outsider(group, topic) do |checker|
+      consumer.each_message do |message|
+        seen << message.payload
+        sleep(0.01)
+        committed_midway ||= checker.committed.fetch(topic) if seen.size == backlog - 300 # 3 s before the end
+        consumer.stop if seen.size >= backlog
+      end
+    end
+    consumer.close
+    progress = committed_midway.sum { |partition, offset| offset - start.fetch(partition) }
+    puts "consumer groups (#{TestKafka::MODE}, slow member): #{seen.size} messages at 10 ms each, " \
+         "committed #{progress} of the first #{backlog - 300} by then, errors #{errors}, revoked before close #{revokes.size - 1}"
+
+    expect(errors).to eq([])
+    expect(revokes.size).to eq(1) # at close
+    expect(seen.uniq.size).to eq(backlog)
+    expect(progress).to be >= backlog - 300 - 200 # auto commits every 5 s at most, plus what is stored then
+  ensure
+    consumer&.close
+  end
 end

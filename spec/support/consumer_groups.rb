@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "open3"
 require "set"
 
 # Helpers of the consumer-group specs (spec/integration/consumer_groups_spec.rb,
@@ -223,5 +224,43 @@ module ConsumerGroups
       @handed_out << [partition, message.offset, message.payload]
       @board.seen << message.payload
     end
+  end
+
+  # spec/support/scenarios/crash_consumer.rb in a process of its own: its
+  # stdout lines go to `lines` as [self, line] (then [self, :exited]).
+  class Worker
+    SCRIPT = File.expand_path("scenarios/crash_consumer.rb", __dir__)
+    LIB = File.expand_path("../../lib", __dir__)
+
+    attr_reader :progress
+
+    def initialize(env, lines)
+      @stdin, stdout, stderr, @process = Open3.popen3(env, RbConfig.ruby, "-I", LIB, SCRIPT)
+      @errors = Thread.new { stderr.read }
+      @progress = 0 # seen or committed payloads it reported
+      Thread.new do
+        stdout.each_line { |line| lines << [self, line.chomp] }
+        lines << [self, :exited]
+      end
+    end
+
+    def reported(count) = @progress += count
+
+    def kill
+      Process.kill("KILL", @process.pid)
+      @process.value
+    end
+
+    # Closes its stdin: it stops reading, closes its clients and exits.
+    # @return [Process::Status]
+    def finish(timeout = 30)
+      @stdin.close
+      return @process.value if @process.join(timeout)
+
+      kill
+      raise "the consumer process did not exit within #{timeout}s after its stdin was closed:\n#{stderr_output}"
+    end
+
+    def stderr_output = @errors.value
   end
 end
