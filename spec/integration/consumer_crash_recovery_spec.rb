@@ -47,24 +47,25 @@ RSpec.describe "Consumer crash recovery: a member SIGKILLed mid-stream and resta
   # @return [Boolean] a line where a SIGKILL may land (:open: inside a transaction)
   def record(item, outcome)
     worker, line = item
+    raise "a consumer process exited on its own:\n#{worker.stderr_output}" if line == :exited && worker.equal?(outcome[:current])
     return false unless line.is_a?(String)
 
     outcome[:failed] += 1 if line.start_with?("failed ")
     payloads = line[/\A(?:seen|committed) (.*)/, 1]&.split || []
     payloads.each { |payload| outcome[:reported][payload] += 1 }
     worker.reported(payloads.size)
-    kill_point = line.start_with?(kill_on == :open ? "open " : "seen ")
+    kill_point = line.start_with?(outcome[:kill_on] == :open ? "open " : "seen ")
     kill_point && worker.equal?(outcome[:current])
   end
 
-  # Runs a worker, SIGKILLs it once it reported kill_after messages (at its next kill point) and starts
-  # another, `kills` times; then lets the last one run until the group's lag
-  # is 0 and closes it.
+  # Runs a worker, SIGKILLs it once it reported kill_after messages (at its
+  # next kill_on line: :seen or :open) and starts another, `kills` times;
+  # then lets the last one run until the group's lag is 0 and closes it.
   # @return [Hash] :reported (payload => times), :runs (progress of each),
   #   :left_at_kill (the group's lag right after each kill), :failed (transactions)
-  def run_workers(env, ends)
+  def run_workers(env, ends, kill_on:)
     lines = Queue.new
-    outcome = { reported: Hash.new(0), left_at_kill: [], failed: 0 }
+    outcome = { reported: Hash.new(0), left_at_kill: [], failed: 0, kill_on: kill_on }
     runs = [outcome[:current] = ConsumerGroups::Worker.new(env, lines)]
     checker = outsider(group, input)
     checked_at = monotonic_now
@@ -80,9 +81,10 @@ RSpec.describe "Consumer crash recovery: a member SIGKILLed mid-stream and resta
       end
     end
     finish(runs.last, lines, outcome)
-    outcome.merge(runs: runs.map(&:progress)).except(:current)
+    outcome.merge(runs: runs.map(&:progress)).except(:current, :kill_on)
   ensure
     checker&.close
+    runs&.each { |worker| worker.kill if worker.running? } # the example failed
   end
 
   def finish(worker, lines, outcome)
@@ -93,8 +95,6 @@ RSpec.describe "Consumer crash recovery: a member SIGKILLed mid-stream and resta
     end
   end
 
-  def kill_on = @kill_on
-
   def env(extra = {})
     { "KAFKA_BROKERS" => TestKafka::BROKERS, "SLUICE_POLLING_MODE" => TestKafka::MODE.to_s, "GROUP" => group,
       "INPUT" => input }.merge(extra)
@@ -103,10 +103,9 @@ RSpec.describe "Consumer crash recovery: a member SIGKILLed mid-stream and resta
   def expected = (1..messages).map { |seq| "#{tag}:#{seq}" }
 
   it "at least once: every message is seen by some run (duplicates counted)" do
-    @kill_on = :seen
     start_group_at_end(group, input)
     ends = produce_input
-    outcome = run_workers(env, ends)
+    outcome = run_workers(env, ends, kill_on: :seen)
 
     seen = outcome[:reported].select { |payload, _| payload.start_with?("#{tag}:") }
     lost = expected - seen.keys
@@ -122,11 +121,11 @@ RSpec.describe "Consumer crash recovery: a member SIGKILLed mid-stream and resta
   end
 
   it "exactly once: the committed output holds every input message once" do
-    @kill_on = :open # inside a transaction: its copies are in the output, not committed
     start_group_at_end(group, input)
     output_start = with_outsider(group) { |outsider| end_offsets(outsider, output) }
     ends = produce_input
-    outcome = run_workers(env("OUTPUT" => output, "TXN_ID" => "sluice-spec-crash-#{tag}"), ends)
+    # SIGKILLed inside a transaction: its copies are in the output, not committed.
+    outcome = run_workers(env("OUTPUT" => output, "TXN_ID" => "sluice-spec-crash-#{tag}"), ends, kill_on: :open)
 
     copies = tagged(read_to_end(output, output_start, isolation: "read_committed"), tag).tally
     written = tagged(read_to_end(output, output_start, isolation: "read_uncommitted"), tag).size

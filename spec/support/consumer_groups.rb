@@ -246,6 +246,8 @@ module ConsumerGroups
 
     def reported(count) = @progress += count
 
+    def running? = @process.alive?
+
     def kill
       Process.kill("KILL", @process.pid)
       @process.value
