@@ -71,7 +71,7 @@ RSpec.describe "Consumer crash recovery: a member SIGKILLed mid-stream and resta
     checked_at = monotonic_now
     loop do
       kill_point = record(next_line(lines), outcome)
-      if runs.size <= kills && kill_point && runs.last.progress >= kill_after
+      if kill_point && kill_due?(runs)
         runs.last.kill
         outcome[:left_at_kill] << lag(checker, ends)
         runs << (outcome[:current] = ConsumerGroups::Worker.new(env, lines))
@@ -86,6 +86,8 @@ RSpec.describe "Consumer crash recovery: a member SIGKILLed mid-stream and resta
     checker&.close
     runs&.each { |worker| worker.kill if worker.running? } # the example failed
   end
+
+  def kill_due?(runs) = runs.size <= kills && runs.last.progress >= kill_after
 
   def finish(worker, lines, outcome)
     status = worker.finish
