@@ -18,7 +18,11 @@ module TestKafka
     "sluice-spec-consumer" => [3, nil],
     "sluice-spec-idle" => [1, nil], # nothing is ever produced to it
     "sluice-spec-idle-reads" => [1, nil],
-    "sluice-spec-slow" => [1, nil]
+    "sluice-spec-slow" => [1, nil],
+    # Consumer groups (spec/integration/consumer_groups_spec.rb) and crash
+    # recovery (consumer_crash_recovery_spec.rb): input and a transform's output.
+    "sluice-spec-cgroup" => [6, nil],
+    "sluice-spec-cgroup-out" => [3, nil]
   }.freeze
 
   class << self

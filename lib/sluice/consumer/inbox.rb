@@ -22,12 +22,16 @@ module Sluice
       # Items taken from the queue per drain, and the time that may take (ms).
       DRAIN_ITEMS = 2_000
       DRAIN_BUDGET = 50
+      # At most this long (s) between two polls while buffered messages are handed out (see #keep_polling).
+      KEEP_POLLING = 1.0
 
       def initialize(client:, rebalancer:, instrument:, keepalive_ms:)
         @client = client
         @rebalancer = rebalancer
         @instrument = instrument
         @keepalive = keepalive_ms / 1000.0
+        @poll_every = [@keepalive, KEEP_POLLING].min
+        @polled_at = now
         @io = IO.for_fd(client.message_fd, autoclose: false) # the native client owns the fd
         @io_lock = Mutex.new # held while waiting: the fd is closed only once nobody waits on it
         @items = EMPTY
@@ -45,6 +49,7 @@ module Sluice
       # a C frame, a cost paid on every message.)
       def take(timeout_ms)
         deadline = timeout_ms && now + (timeout_ms / 1000.0)
+        keep_polling
         while true # rubocop:disable Style/InfiniteLoop
           while @at < @items.size && !@stopped
             item = @items[@at]
@@ -67,6 +72,7 @@ module Sluice
       def take_batch(max_items, max_wait_ms)
         batch = []
         deadline = now + (max_wait_ms / 1000.0)
+        keep_polling
         loop do
           fill(batch, max_items) unless @stopped
           return batch if batch.size >= max_items
@@ -170,9 +176,31 @@ module Sluice
         return false unless @at >= @items.size
 
         store_processed
-        @items = @client.consume(DRAIN_ITEMS, DRAIN_BUDGET)
+        @items = drain(DRAIN_ITEMS)
         @at = 0
         !@items.empty?
+      end
+
+      # A slow application can take long over what one drain buffered, while
+      # librdkafka counts only polls of the queue for max.poll.interval.ms and
+      # commits only stored offsets: now and then, store what was processed
+      # and poll for one more item. A rebalance found there is answered at
+      # once (what is buffered for partitions it gives up is dropped unread).
+      def keep_polling
+        return if @at >= @items.size || now - @polled_at < @poll_every
+
+        store_processed
+        drain(1).each do |item|
+          next control(item) unless item.is_a?(Message)
+
+          @items = @items[@at..] << item
+          @at = 0
+        end
+      end
+
+      def drain(max_items)
+        @polled_at = now
+        @client.consume(max_items, DRAIN_BUDGET)
       end
 
       def fill(batch, max_items)

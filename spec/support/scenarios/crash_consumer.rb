@@ -1,0 +1,98 @@
+# frozen_string_literal: true
+
+# A group member in a process of its own, for
+# spec/integration/consumer_crash_recovery_spec.rb, which SIGKILLs it mid-stream
+# and starts it again. It reads INPUT as a member of GROUP until its stdin is
+# closed, then closes and exits 0, and tells the spec on stdout, a line each:
+#
+#   assigned <partition,...> / revoked <partition,...>
+#   seen <payload>                 at least once: a message each_message handed out
+#   committed <payload> ...        exactly once (TXN_ID given): a committed transaction
+#                                  copied these to OUTPUT, their input offsets with them
+#   open <count>                   exactly once: a transaction has produced its
+#                                  batch's copies and added their offsets, and is not committed
+#   failed <error>                 a transaction failed (its batch is read again)
+#
+# Run as `ruby -I lib crash_consumer.rb` with KAFKA_BROKERS,
+# SLUICE_POLLING_MODE, GROUP, INPUT and, for exactly once, OUTPUT and TXN_ID.
+require "logger"
+require "sluice"
+
+$stdout.sync = true
+
+def say(line) = $stdout.write("#{line}\n")
+
+def kafka(extra) = { "bootstrap.servers": ENV.fetch("KAFKA_BROKERS") }.merge(extra)
+
+def mode = ENV.fetch("SLUICE_POLLING_MODE", "fd").to_sym
+
+def build_consumer(exactly_once)
+  consumer = Sluice::Consumer.new do |config|
+    config.kafka = kafka("group.id": ENV.fetch("GROUP"), "auto.offset.reset": "earliest", "session.timeout.ms": 6_000,
+                         "heartbeat.interval.ms": 500, "auto.commit.interval.ms": 500, "enable.auto.commit": !exactly_once)
+    config.polling.mode = mode
+    config.logger = Logger.new($stderr, level: Logger::WARN)
+  end
+  consumer.monitor.subscribe("consumer.partitions_assigned") { |e| say("assigned #{e[:partitions].values.flatten.join(",")}") }
+  consumer.monitor.subscribe("consumer.partitions_revoked") { |e| say("revoked #{e[:partitions].values.flatten.join(",")}") }
+  consumer.monitor.subscribe("error.occurred") { |e| warn("consumer error.occurred #{e[:type]}: #{e[:error]}") }
+  consumer
+end
+
+def build_producer
+  Sluice::Producer.new do |config|
+    config.kafka = kafka("transactional.id": ENV.fetch("TXN_ID"), "linger.ms": 5)
+    config.polling.mode = mode
+    config.logger = Logger.new($stderr, level: Logger::WARN)
+    config.wait_timeout_on_transaction_abort = 5_000 # librdkafka issue 4849: see Sluice::Config
+  end
+end
+
+# At least once: each_message stores a message's offset once the block
+# returned; librdkafka commits stored offsets every 500 ms.
+def at_least_once(consumer)
+  consumer.each_message do |message|
+    say("seen #{message.payload}")
+    sleep(0.002) # some work: offsets are stored and committed before the spec's SIGKILL
+  end
+end
+
+# Exactly once: consume, transform (a copy), produce, with the input offsets
+# committed in the same transaction as the output.
+def exactly_once(consumer)
+  producer = build_producer
+  # Fences the previous incarnation first: its transaction (open when it was
+  # killed) is aborted now, and its pending offsets no longer hold up this
+  # consumer's offset fetch (librdkafka asks for stable offsets).
+  producer.transaction { nil }
+  failures = 0
+  begin
+    consumer.each_batch(max_items: 100, max_wait: 200) { |batch| transform(producer, consumer, batch) }
+  rescue Sluice::Errors::TransactionError => e
+    say("failed #{e.message}")
+    retry if (failures += 1) < 5 # each_batch rewound the batch's partitions: read again
+    raise
+  ensure
+    producer.close
+  end
+end
+
+def transform(producer, consumer, batch)
+  producer.transaction do
+    batch.each { |message| producer.produce_async(topic: ENV.fetch("OUTPUT"), key: message.payload, payload: message.payload) }
+    batch.group_by(&:partition).each_value { |messages| producer.transaction_mark_as_consumed(consumer, messages.last) }
+    say("open #{batch.size}")
+  end
+  say("committed #{batch.map(&:payload).join(" ")}")
+end
+
+exactly_once = ENV.key?("TXN_ID")
+consumer = build_consumer(exactly_once)
+consumer.subscribe(ENV.fetch("INPUT"))
+Thread.new do
+  $stdin.read
+  consumer.stop
+end
+exactly_once ? exactly_once(consumer) : at_least_once(consumer)
+consumer.close
+say("closed")
