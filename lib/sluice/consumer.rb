@@ -123,13 +123,17 @@ module Sluice
       nil
     end
 
-    # Commits the stored offsets. Synchronous unless async: then the result
-    # is reported by consumer.offsets_committed (and error.occurred).
+    # Commits the stored offsets, or the given ones ({ topic => { partition =>
+    # offset of the next message to read } }). Synchronous unless async: then
+    # the result is reported by consumer.offsets_committed (and error.occurred).
     # @raise [Errors::ConsumerError]
-    def commit(async: false)
+    # (commit("orders" => { ... }) without braces arrives as keywords: by_topic.)
+    def commit(offsets = nil, async: false, **by_topic)
+      offsets ||= by_topic unless by_topic.empty?
       client = open_client
+      list = offsets&.flat_map { |topic, partitions| partitions.map { |partition, offset| [topic.to_s, partition, offset] } }
       @inbox.store_processed
-      check(async ? client.commit(nil, true) : Blocking.call { client.commit(nil, false) }, "commit")
+      check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false) }, "commit")
       nil
     end
 

@@ -177,6 +177,14 @@ RSpec.describe Sluice::Consumer, :kafka do
       expect(consumer.committed).to eq(topic => { 0 => second.offset + 1 })
     end
 
+    it "commits explicit offsets, stored or not" do
+      consumer = build_consumer("enable.auto.commit": false)
+      consumer.assign(topic => [1])
+      high = consumer.query_watermark_offsets(topic, 1).last
+      consumer.commit(topic => { 1 => high })
+      expect(consumer.committed).to eq(topic => { 1 => high })
+    end
+
     it "reports the lag of each assigned partition from its committed offset" do
       reports = produce(4, partition: 2)
       consumer = build_consumer("enable.auto.commit": false)

@@ -33,10 +33,7 @@ module ConsumerGroups
     with_outsider(group) do |outsider|
       ends = end_offsets(outsider, topic)
       outsider.assign(topic => ends)
-      # Outside the group (assign) and with no message read, there is no
-      # stored offset to commit: commit these through the native handle.
-      error = outsider.native.commit(ends.map { |partition, offset| [topic, partition, offset] }, false)
-      raise "cannot commit the start offsets of #{group}: #{Sluice::KafkaError.new(error).message}" if error
+      outsider.commit(topic => ends) # no message read: nothing stored, so these explicit offsets
 
       ends
     end
