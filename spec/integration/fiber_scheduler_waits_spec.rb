@@ -73,16 +73,17 @@ RSpec.describe "Long producer calls under a fiber scheduler (async)", :kafka do
     expect_ticking(outcome, at_least: 0.7)
   end
 
-  # The commit waits for every message of the transaction: one per request
-  # makes 2,000 of them take a while.
+  # The commit waits for every message of the transaction: one per request,
+  # one request in flight, makes 5,000 of them take a while.
   it "keeps other fibers running during a transaction commit" do
-    producer = build_producer(kafka: { "transactional.id": "sluice-fiber-#{SecureRandom.hex(4)}", "batch.num.messages": 1 })
+    producer = build_producer(kafka: { "transactional.id": "sluice-fiber-#{SecureRandom.hex(4)}", "batch.num.messages": 1,
+                                       "max.in.flight.requests.per.connection": 1 })
     producer.transaction { producer.produce_async(topic: topic, payload: "warm-up") } # init_transactions is behind us
     handles = nil
     committing_at = nil
     outcome = ticks_during(from: -> { committing_at }) do
       handles = producer.transaction do
-        Array.new(2_000) { |i| producer.produce_async(topic: topic, payload: "txn #{i}") }.tap { committing_at = monotonic }
+        Array.new(5_000) { |i| producer.produce_async(topic: topic, payload: "txn #{i}") }.tap { committing_at = monotonic }
       end
     end
 
