@@ -178,9 +178,15 @@ module Sluice
     # @raise [Errors::ConsumerError]
     def query_watermark_offsets(topic, partition)
       client = open_client
-      error, low, high = Blocking.call { client.watermarks(topic.to_s, partition, @config.max_wait_timeout) }
-      check(error.zero? ? nil : error, "query_watermark_offsets")
-      [low, high]
+      deadline = now + (@config.max_wait_timeout / 1000.0)
+      loop do
+        error, low, high = Blocking.call { client.watermarks(topic.to_s, partition, @config.max_wait_timeout) }
+        return [low, high] if error.zero?
+        # a new topic's or a moved partition's leader is not known yet: ask again
+        next sleep(WATERMARKS_RETRY) if LEADER_PENDING.include?(KafkaError.code_for(error)) && now < deadline
+
+        check(error, "query_watermark_offsets")
+      end
     end
 
     # each_message, each_batch and poll return after the current message or
@@ -218,6 +224,10 @@ module Sluice
       client&.destroy
       raise
     end
+
+    LEADER_PENDING = %i[not_leader_for_partition leader_not_available unknown_topic_or_part].freeze
+    WATERMARKS_RETRY = 0.1 # s
+    private_constant :LEADER_PENDING, :WATERMARKS_RETRY
 
     # Nobody waits on a consumer's main-queue events (no delivery handles).
     NO_WAITERS = Object.new.tap { |o| o.define_singleton_method(:notify) { nil } }.freeze
