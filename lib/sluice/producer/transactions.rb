@@ -48,18 +48,22 @@ module Sluice
         end
       end
 
-      # Exactly once, consume-transform-produce: the consumer's offset after
-      # message joins the open transaction, so the messages the transaction
-      # produced and the input offset commit (or abort) together. The consumer
+      # Exactly once, consume-transform-produce: the consumer's offsets after
+      # messages (a Message or several; per partition, after its last one) join
+      # the open transaction, so the messages the transaction produced and the
+      # input offsets commit (or abort) together. The consumer
       # then commits nothing itself: give it "enable.auto.commit": false.
       # @raise [Errors::TransactionRequiredError] outside this producer's transaction block
       # @raise [Errors::TransactionError]
-      def transaction_mark_as_consumed(consumer, message)
+      def transaction_mark_as_consumed(consumer, messages)
         unless own_open_transaction?
           raise Errors::TransactionRequiredError, "transaction_mark_as_consumed needs an open transaction: call it inside producer.transaction { }"
         end
 
-        transactional(:send_offsets_to_transaction, consumer.native, [[message.topic, message.partition, message.offset + 1]], DEFAULT_TIMEOUT)
+        # per partition, the offset after its last message
+        last = Array(messages).group_by { |m| [m.topic, m.partition] }.transform_values { |list| list.map(&:offset).max }
+        offsets = last.map { |(topic, partition), offset| [topic, partition, offset + 1] }
+        transactional(:send_offsets_to_transaction, consumer.native, offsets, DEFAULT_TIMEOUT)
       end
 
       def transactional? = !@config.kafka_setting("transactional.id").nil?

@@ -80,7 +80,7 @@ end
 def transform(producer, consumer, batch)
   producer.transaction do
     batch.each { |message| producer.produce_async(topic: ENV.fetch("OUTPUT"), key: message.payload, payload: message.payload) }
-    batch.group_by(&:partition).each_value { |messages| producer.transaction_mark_as_consumed(consumer, messages.last) }
+    producer.transaction_mark_as_consumed(consumer, batch) # per partition, the offset after its last message
     say("open #{batch.size}")
   end
   say("committed #{batch.map(&:payload).join(" ")}")
