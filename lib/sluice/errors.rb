@@ -28,9 +28,9 @@ module Sluice
     # (pause, resume, seek), or one that needs a subscription first.
     ConsumerStateError = Class.new(BaseError)
 
-    # A consumer call the broker or librdkafka refused (commit, seek, ...);
-    # #kafka_error tells why.
-    class ConsumerError < BaseError
+    # A call librdkafka or the broker refused; #kafka_error (a KafkaError)
+    # tells why, and its #code, #fatal? and #retryable? are asked here too.
+    class KafkaCallError < BaseError
       attr_reader :kafka_error
 
       def initialize(action, kafka_error)
@@ -39,8 +39,12 @@ module Sluice
       end
 
       def code = kafka_error.code
+      def fatal? = kafka_error.fatal?
       def retryable? = kafka_error.retryable?
     end
+
+    # A consumer call the broker or librdkafka refused (commit, seek, ...).
+    ConsumerError = Class.new(KafkaCallError)
 
     # transaction_mark_as_consumed outside a transaction block.
     TransactionRequiredError = Class.new(BaseError)
@@ -85,17 +89,7 @@ module Sluice
     end
 
     # A transaction could not be begun, committed or aborted.
-    class TransactionError < BaseError
-      attr_reader :kafka_error
-
-      def initialize(action, kafka_error)
-        super("#{action} failed: #{kafka_error.message}")
-        @kafka_error = kafka_error
-      end
-
-      def code = kafka_error.code
-      def fatal? = kafka_error.fatal?
-      def retryable? = kafka_error.retryable?
+    class TransactionError < KafkaCallError
       def abortable? = kafka_error.abortable?
     end
 

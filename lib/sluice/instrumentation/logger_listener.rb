@@ -32,7 +32,7 @@ module Sluice
       end
 
       def on_error_occurred(event)
-        @logger.error("[#{event[:producer_id]}] Error occurred: #{event[:error]} - #{event[:type]}")
+        @logger.error("[#{client_id(event)}] Error occurred: #{event[:error]} - #{event[:type]}")
       end
 
       def on_transaction_started(event) = info(event, "Starting transaction")
@@ -64,9 +64,11 @@ module Sluice
       def took(event, text) = event[:time] ? "#{text} took #{ms(event)} ms" : text
       def ms(event) = event[:time].to_f.round(2)
 
-      def info(event, text) = @logger.info("[#{event[:producer_id]}] #{text}")
-      def warn(event, text) = @logger.warn("[#{event[:producer_id]}] #{text}")
-      def debug(event, data) = @logger.debug { "[#{event[:producer_id]}] #{data.inspect}" }
+      def info(event, text) = @logger.info("[#{client_id(event)}] #{text}")
+      def warn(event, text) = @logger.warn("[#{client_id(event)}] #{text}")
+      def debug(event, data) = @logger.debug { "[#{client_id(event)}] #{data.inspect}" }
+      # error.occurred comes from consumers too
+      def client_id(event) = event[:producer_id] || event[:consumer_id]
     end
   end
 end
