@@ -70,7 +70,51 @@ VALUE sluice_error_tuple(rd_kafka_error_t *error) {
     return out;
 }
 
-static VALUE err_or_nil(rd_kafka_resp_err_t err) { return err ? INT2FIX(err) : Qnil; }
+
+/*
+ * Group calls (subscribe, assign, assignment...) hand an op to librdkafka's
+ * main thread and wait for its answer: usually at once, but as long as that
+ * thread is busy. They run without the GVL, through the client's gate.
+ */
+enum group_call { ASSIGN, INCREMENTAL_ASSIGN, INCREMENTAL_UNASSIGN, SUBSCRIBE, UNSUBSCRIBE, ASSIGNMENT };
+
+struct group_args {
+    client_t *c;
+    enum group_call call;
+    rd_kafka_topic_partition_list_t *list; /* in, or out for ASSIGNMENT */
+    rd_kafka_resp_err_t err;
+    rd_kafka_error_t *error;
+};
+
+static void *group_nogvl(void *p) {
+    struct group_args *a = p;
+    rd_kafka_t *rk = a->c->rk;
+    /* an answer to a rebalance, given: nothing left for destroy to answer (consumer.c's release) */
+    if (a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN || a->call == INCREMENTAL_UNASSIGN) a->c->rebalance_due = 0;
+    switch (a->call) {
+    case ASSIGN: a->err = rd_kafka_assign(rk, a->list); break;
+    case INCREMENTAL_ASSIGN: a->error = rd_kafka_incremental_assign(rk, a->list); break;
+    case INCREMENTAL_UNASSIGN: a->error = rd_kafka_incremental_unassign(rk, a->list); break;
+    case SUBSCRIBE: a->err = rd_kafka_subscribe(rk, a->list); break;
+    case UNSUBSCRIBE: a->err = rd_kafka_unsubscribe(rk); break;
+    case ASSIGNMENT: a->err = rd_kafka_assignment(rk, &a->list); break;
+    }
+    return NULL;
+}
+
+/* Runs the call; the list it was given is destroyed. Returns what Ruby gets:
+ * nil or an error ([code, ...] tuple, or the code alone with code_only). */
+static VALUE group_call(client_t *c, enum group_call call, rd_kafka_topic_partition_list_t *list, int code_only) {
+    struct group_args a = {c, call, list, 0, NULL};
+    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL);
+    if (a.list) rd_kafka_topic_partition_list_destroy(a.list);
+    VALUE out = a.error ? sluice_error_tuple(a.error)
+                : !a.err ? Qnil
+                : code_only ? INT2FIX(a.err)
+                            : rb_ary_new_from_args(1, INT2FIX(a.err));
+    sluice_client_unblock(c);
+    return out;
+}
 
 /*
  * Consumer.new([[name, value], ...]) — librdkafka consumer properties.
@@ -125,12 +169,10 @@ static VALUE consumer_subscribe(VALUE self, VALUE topics) {
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)RARRAY_LEN(topics));
     for (long i = 0; i < RARRAY_LEN(topics); i++)
         rd_kafka_topic_partition_list_add(list, sluice_cstr_at(topics, i), RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, list);
-    rd_kafka_topic_partition_list_destroy(list);
-    return err_or_nil(err);
+    return group_call(c, SUBSCRIBE, list, 1);
 }
 
-static VALUE consumer_unsubscribe(VALUE self) { return err_or_nil(rd_kafka_unsubscribe(sluice_consumer_open(self)->rk)); }
+static VALUE consumer_unsubscribe(VALUE self) { return group_call(sluice_consumer_open(self), UNSUBSCRIBE, NULL, 1); }
 
 /* #subscription -> [topic, ...] */
 static VALUE consumer_subscription(VALUE self) {
@@ -146,10 +188,11 @@ static VALUE consumer_subscription(VALUE self) {
 /* #assignment -> [[topic, partition, offset, err], ...] */
 static VALUE consumer_assignment(VALUE self) {
     client_t *c = sluice_consumer_open(self);
-    rd_kafka_topic_partition_list_t *list = NULL;
-    if (rd_kafka_assignment(c->rk, &list) || !list) return rb_ary_new();
-    VALUE out = sluice_partitions_to_ary(list);
-    rd_kafka_topic_partition_list_destroy(list);
+    struct group_args a = {c, ASSIGNMENT, NULL, 0, NULL};
+    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL);
+    VALUE out = a.list && !a.err ? sluice_partitions_to_ary(a.list) : rb_ary_new();
+    if (a.list) rd_kafka_topic_partition_list_destroy(a.list);
+    sluice_client_unblock(c);
     return out;
 }
 
@@ -172,30 +215,14 @@ static VALUE consumer_assignment_lost_p(VALUE self) {
 static VALUE consumer_assign(VALUE self, VALUE partitions, VALUE incremental) {
     client_t *c = sluice_consumer_open(self);
     rd_kafka_topic_partition_list_t *list = NIL_P(partitions) ? NULL : sluice_partitions_from(partitions);
-    VALUE out;
-    c->rebalance_due = 0;
-    if (RTEST(incremental)) {
-        out = sluice_error_tuple(rd_kafka_incremental_assign(c->rk, list));
-    } else {
-        rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, list);
-        out = err ? rb_ary_new_from_args(1, INT2FIX(err)) : Qnil;
-    }
-    if (list) rd_kafka_topic_partition_list_destroy(list);
-    return out;
+    return group_call(c, RTEST(incremental) ? INCREMENTAL_ASSIGN : ASSIGN, list, 0);
 }
 
 /* #unassign(partitions, incremental) — revokes (incremental: only those partitions). */
 static VALUE consumer_unassign(VALUE self, VALUE partitions, VALUE incremental) {
     client_t *c = sluice_consumer_open(self);
-    c->rebalance_due = 0;
-    if (!RTEST(incremental)) {
-        rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, NULL);
-        return err ? rb_ary_new_from_args(1, INT2FIX(err)) : Qnil;
-    }
-    rd_kafka_topic_partition_list_t *list = sluice_partitions_from(partitions);
-    VALUE out = sluice_error_tuple(rd_kafka_incremental_unassign(c->rk, list));
-    rd_kafka_topic_partition_list_destroy(list);
-    return out;
+    if (!RTEST(incremental)) return group_call(c, ASSIGN, NULL, 0);
+    return group_call(c, INCREMENTAL_UNASSIGN, sluice_partitions_from(partitions), 0);
 }
 
 /*
