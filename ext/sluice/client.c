@@ -216,6 +216,7 @@ rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const cha
         if (each) each(c, name, value);
     }
     rd_kafka_conf_set(conf, "log.queue", "true", NULL, 0);
+    sluice_conf_set_resolver(conf);
     return conf;
 }
 

@@ -73,6 +73,7 @@ static VALUE lookup_error(const char *name) {
 void Init_sluice_ext(void) {
     sluice_current_pid = getpid();
     pthread_atfork(NULL, NULL, sluice_atfork_child);
+    sluice_init_resolve();
 
     sluice_mSluice = rb_define_module("Sluice");
     sluice_mNative = rb_define_module_under(sluice_mSluice, "Native");

@@ -40,6 +40,11 @@ static inline int sluice_forked(pid_t owner_pid) { return owner_pid != sluice_cu
  * inherit it). Returns -1 with errno set. */
 int sluice_pipe(int fds[2]);
 
+/* Every client resolves broker names through a lock that fork(2) waits for
+ * (resolve.c): a fork never leaves glibc's resolver locks held in the child. */
+void sluice_conf_set_resolver(rd_kafka_conf_t *conf);
+void sluice_init_resolve(void);
+
 /* Monotonic clock in milliseconds (vDSO, no syscall). */
 double sluice_now_ms(void);
 

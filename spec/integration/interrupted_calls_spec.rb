@@ -74,20 +74,21 @@ RSpec.describe "Interrupted blocking calls", :kafka, :longjmp do
       RUBY
 
       # Timeout.timeout around a flush that would succeed (one message per
-      # request, one request in flight: 5,000 round trips take well over
-      # 0.1 s): the messages are not lost, close delivers them.
+      # request, one request in flight: 20,000 round trips take well over
+      # 0.1 s, about 2 s here; with 5,000 the flush once beat the timeout): the
+      # messages are not lost, close delivers them.
       timeout_flush_deliverable: <<~RUBY,
         #{scenario_helpers}
         producer = make_producer(kafka: { "batch.num.messages": 1, "max.in.flight.requests.per.connection": 1 })
         producer.produce_sync(topic: "sluice-spec-many", payload: "warm-up")
-        handles = Array.new(5_000) { |i| producer.produce_async(topic: "sluice-spec-many", payload: "slow \#{i}") }
+        handles = Array.new(20_000) { |i| producer.produce_async(topic: "sluice-spec-many", payload: "slow \#{i}") }
         timed_out = begin
           Timeout.timeout(0.1) { producer.flush }
           false
         rescue Timeout::Error
           true
         end
-        result({ "timed_out" => timed_out }.merge(timed_close(producer, 10_000), "handles" => resolutions(handles)))
+        result({ "timed_out" => timed_out }.merge(timed_close(producer, 20_000), "handles" => resolutions(handles)))
       RUBY
 
       # Thread#raise and Thread#kill into flush and produce_sync.
@@ -156,7 +157,7 @@ RSpec.describe "Interrupted blocking calls", :kafka, :longjmp do
     expect(r["timed_out"]).to be(true)
     expect(r["closed"]).to be(true)
     expect(r["outstanding"]).to eq(0)
-    expect(r["handles"]).to eq("delivered" => 5_000)
+    expect(r["handles"]).to eq("delivered" => 20_000)
   end
 
   it "Thread#raise and Thread#kill into flush and produce_sync: close returns promptly and every handle resolves" do
