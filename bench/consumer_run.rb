@@ -20,11 +20,13 @@ require "optparse"
 require "rbconfig"
 require "fileutils"
 require "etc"
+require_relative "environment"
 require_relative "consumer_report"
 
 module Bench
   class ConsumerRun
     include ConsumerReport
+    include Environment
 
     ROOT = File.expand_path("..", __dir__)
     # Beside the checkout, in CI as here.
@@ -207,18 +209,6 @@ module Bench
       File.write(RESULTS, old.match?(pattern) ? old.sub(pattern) { block } : "#{old.rstrip}\n\n#{block}")
       puts "wrote #{json}, bench/RESULTS.md (consumer block)"
     end
-
-    def machine
-      @machine ||= {
-        cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], cores: Etc.nprocessors,
-        memory: "#{(File.read("/proc/meminfo")[/MemTotal:\s+(\d+)/, 1].to_i / 1024.0 / 1024).round} GiB",
-        librdkafka: `pkg-config --modversion rdkafka`.strip,
-        kafka: Dir[File.join(ROOT, "tmp/kafka/libs/kafka_2.13-*.jar")].first.to_s[/kafka_2\.13-([\d.]+)\.jar/, 1] || "unknown"
-      }
-    end
-
-    def brokers = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092")
-    def median(values) = values.empty? ? 0 : values.sort[values.size / 2]
   end
 end
 

@@ -14,9 +14,12 @@ require "optparse"
 require "rbconfig"
 require "fileutils"
 require "etc"
+require_relative "environment"
 
 module Bench
   class Run
+    include Environment
+
     ROOT = File.expand_path("..", __dir__)
     CBENCH_SRC = File.expand_path("../shared/tools/cbench/cbench.c", ROOT)
 
@@ -281,17 +284,6 @@ module Bench
       format("%d (%d-%d)", median(rates), rates.min, rates.max)
     end
 
-    def machine
-      @machine ||= {
-        cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], cores: Etc.nprocessors,
-        memory: "#{(File.read("/proc/meminfo")[/MemTotal:\s+(\d+)/, 1].to_i / 1024.0 / 1024).round} GiB",
-        librdkafka: `pkg-config --modversion rdkafka`.strip,
-        kafka: Dir[File.join(ROOT, "tmp/kafka/libs/kafka_2.13-*.jar")].first.to_s[/kafka_2\.13-([\d.]+)\.jar/, 1] || "unknown"
-      }
-    end
-
-    def brokers = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092")
-    def median(values) = values.empty? ? 0 : values.sort[values.size / 2]
     def mb(kilobytes) = kilobytes / 1024.0
   end
 end
