@@ -3,9 +3,8 @@
 # What one producer does on a polling thread must not cost the others (issue
 # 11, items 3 and 6): its turn on a shared poller ends after max_time, user
 # code included; a fault in its turn is reported to it alone and sets only it
-# aside; a registration that fails takes no other registration with it; and a
-# listener raising a non-StandardError (exit, NoMemoryError) is reported
-# without ending the polling thread.
+# aside; and a registration that fails takes no other registration with it.
+# (A listener raising a non-StandardError: polling_modes_spec.)
 RSpec.describe "Polling budgets and fault isolation", :kafka do
   include PollingScenarios
 
@@ -131,50 +130,6 @@ RSpec.describe "Polling budgets and fault isolation", :kafka do
     ensure
       release&.push(true)
       client&.destroy
-    end
-  end
-
-  # Both modes: the polling thread survives whatever a listener raises.
-  describe "a listener raising a non-StandardError" do
-    let(:errors) { Queue.new }
-    let(:raising) do
-      monitor = Sluice::Monitor.new
-      monitor.subscribe("error.occurred") { |event| errors << event.payload }
-      build_producer(monitor: monitor, max_wait_timeout: 3_000)
-    end
-    let(:bystander) { build_producer(max_wait_timeout: 3_000) }
-
-    def polling_threads
-      names = TestKafka::MODE == :fd ? ["sluice.poller#0"] : [raising, bystander].map { |p| "sluice.producer##{p.id}" }
-      Thread.list.select { |thread| thread.alive? && names.include?(thread.name) }
-    end
-
-    before { warm(raising, bystander) }
-
-    [[SystemExit, -> { exit(3) }], [NoMemoryError, -> { raise NoMemoryError, "listener ran out" }]].each do |error_class, fault|
-      it "is reported as error.occurred when it raises #{error_class}, and polling goes on for every producer" do
-        threads = polling_threads
-        raising.monitor.subscribe("message.acknowledged") { |_event| fault.call }
-
-        first = raising.produce_sync(topic: topic, payload: "raises #{error_class}")
-        error = pop_within(errors, what: "error.occurred")
-
-        expect(error).to include(producer_id: raising.id, type: "callbacks.listener.error", event_id: "message.acknowledged")
-        expect(error[:error]).to be_a(error_class)
-        expect(bystander.produce_sync(topic: topic, payload: "bystander").error).to be_nil
-        expect(raising.produce_sync(topic: topic, payload: "again").offset).to be > first.offset
-        expect(pop_within(errors, what: "the second error.occurred")[:error]).to be_a(error_class)
-        expect(polling_threads).to eq(threads) # the same threads, still alive
-        expect(threads.size).to eq(TestKafka::MODE == :fd ? 1 : 2)
-      ensure
-        # Were a polling thread dead, :thread mode's close would re-raise its
-        # error from Thread#join (and again in the suite's after hook): close here, once.
-        test_producers.dup.each do |producer|
-          producer.close(timeout: 3_000)
-        rescue Exception # rubocop:disable Lint/RescueException
-          test_producers.delete(producer)
-        end
-      end
     end
   end
 end

@@ -159,25 +159,39 @@ RSpec.describe "Polling in the mode under test", :kafka do
       expect(pop_within(errors, what: "error.occurred")[:error].message).to eq("listener broke")
     end
 
-    # Monitor promises a raising listener "never stops polling" — whatever it
-    # raises. A ScriptError such as NotImplementedError is no StandardError; it
-    # used to end the polling thread (tmp/bugs-fd.md #3, fixed).
-    it "does not stop polling when it raises a non-StandardError (NotImplementedError)", :aggregate_failures do
-      raising.monitor.subscribe("message.acknowledged") { |_event| raise NotImplementedError, "not yet" }
-      raising.produce_sync(topic: topic, payload: "raises NotImplementedError")
+    def polling_threads
+      names = TestKafka::MODE == :fd ? ["sluice.poller#0"] : [raising, bystander].map { |p| "sluice.producer##{p.id}" }
+      Thread.list.select { |thread| thread.alive? && names.include?(thread.name) }
+    end
 
-      expect { bystander.produce_sync(topic: topic, payload: "bystander") }.not_to raise_error
-      expect { raising.produce_sync(topic: topic, payload: "raising, again") }.not_to raise_error
-      error = pop_within(errors, 1, what: "error.occurred")
-      expect(error).to include(type: "callbacks.listener.error")
-      expect(error[:error]).to be_a(NotImplementedError)
-    ensure
-      # Were the polling thread dead, :thread mode's close would re-raise its
-      # error from Thread#join (and again in the suite's after hook): close here, once.
-      test_producers.dup.each do |producer|
-        producer.close(timeout: 3_000)
-      rescue Exception # rubocop:disable Lint/RescueException
-        test_producers.delete(producer)
+    # Monitor promises a raising listener "never stops polling", whatever it
+    # raises. A ScriptError such as NotImplementedError is no StandardError; it
+    # used to end the polling thread (fixed), and so did exit and NoMemoryError
+    # (issue 11, item 6).
+    [[NotImplementedError, -> { raise NotImplementedError, "not yet" }], [SystemExit, -> { exit(3) }],
+     [NoMemoryError, -> { raise NoMemoryError, "listener ran out" }]].each do |error_class, fault|
+      it "is reported as error.occurred when it raises #{error_class}, and polling goes on for every producer" do
+        threads = polling_threads
+        raising.monitor.subscribe("message.acknowledged") { |_event| fault.call }
+
+        first = raising.produce_sync(topic: topic, payload: "raises #{error_class}")
+        error = pop_within(errors, what: "error.occurred")
+
+        expect(error).to include(producer_id: raising.id, type: "callbacks.listener.error", event_id: "message.acknowledged")
+        expect(error[:error]).to be_a(error_class)
+        expect(bystander.produce_sync(topic: topic, payload: "bystander").error).to be_nil
+        expect(raising.produce_sync(topic: topic, payload: "again").offset).to be > first.offset
+        expect(pop_within(errors, what: "the second error.occurred")[:error]).to be_a(error_class)
+        expect(polling_threads).to eq(threads) # the same threads, still alive
+        expect(threads.size).to eq(TestKafka::MODE == :fd ? 1 : 2)
+      ensure
+        # Were a polling thread dead, :thread mode's close would re-raise its
+        # error from Thread#join (and again in the suite's after hook): close here, once.
+        test_producers.dup.each do |producer|
+          producer.close(timeout: 3_000)
+        rescue Exception # rubocop:disable Lint/RescueException
+          test_producers.delete(producer)
+        end
       end
     end
   end
