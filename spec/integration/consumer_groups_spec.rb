@@ -48,9 +48,9 @@ RSpec.describe "Consumer groups: members joining and leaving", :kafka, timeout: 
     @produced
   end
 
-  def join_group(name, group, strategy, batch: false)
-    consumer = group_consumer(group, kafka: { "partition.assignment.strategy": strategy })
-    member = ConsumerGroups::Member.new(name, consumer, topic, board, batch: batch)
+  def join_group(name, group, strategy, batch: false, pace: nil, kafka: {})
+    consumer = group_consumer(group, kafka: { "partition.assignment.strategy": strategy }.merge(kafka))
+    member = ConsumerGroups::Member.new(name, consumer, topic, board, batch: batch, pace: pace)
     members << member
     member.start
   end
@@ -96,7 +96,7 @@ RSpec.describe "Consumer groups: members joining and leaving", :kafka, timeout: 
     seqs = seqs_handed_out.select { |payload| payload.start_with?("#{tag}:") }
     figures = { produced: produced, handed_out: seqs.size, duplicates: seqs.size - seqs.uniq.size,
                 violations: members.sum { |m| m.violations.size } }
-    rebalances = members.to_h { |m| [m.name, m.timeline.map { |kind, parts, _| "#{kind == :assigned ? "+" : "-"}#{parts.join(",")}" }] }
+    rebalances = members.to_h { |m| [m.name, m.timeline.map { |kind, parts| "#{kind == :assigned ? "+" : "-"}#{parts.join(",")}" }] }
     puts "consumer groups (#{TestKafka::MODE}, #{strategy}): #{figures.map { |k, v| "#{k} #{v}" }.join(", ")}; " \
          "assignment timelines #{rebalances}"
     figures
@@ -122,6 +122,41 @@ RSpec.describe "Consumer groups: members joining and leaving", :kafka, timeout: 
   include_examples "a group that rebalances", "range", :eager
   include_examples "a group that rebalances", "roundrobin", :eager
   include_examples "a group that rebalances", "cooperative-sticky", :cooperative
+
+  # each_message hands out what one drain buffered; while a slow member works
+  # through it, Inbox#keep_polling polls the queue every second, and a
+  # rebalance found there is answered at once: what is buffered for the
+  # partitions given up is dropped, not handed out (the new owner reads it).
+  it "answers a rebalance that comes while a slow member works through what it buffered (cooperative-sticky)" do
+    group = "sluice-spec-cgroup-window-#{tag}"
+    start_group_at_end(group, topic)
+    producer = build_producer
+    backlog = 1_200
+    backlog.times { |i| producer.produce_async(topic: topic, partition: i % partitions, payload: "#{tag}:#{i + 1}") }
+    producer.flush
+    # 10 ms a message: 12 s for the backlog alone; max.poll.interval.ms 6 s
+    first = join_group("first", group, "cooperative-sticky", pace: 0.01, kafka: { "max.poll.interval.ms": 6_000 })
+    board.await("the first member owns every partition and has begun the backlog") { first.owned.size == partitions && first.count >= 100 }
+    second = join_group("second", group, "cooperative-sticky")
+    expected = (1..backlog).map { |seq| "#{tag}:#{seq}" }
+    board.await("every message handed out", 60) { expected.all? { |payload| board.seen.include?(payload) } }
+    members.each { |member| member.consumer.stop }
+    members.each(&:join)
+
+    _, given_up, _, handed_out_by_then = first.timeline.find { |kind, parts| kind == :revoked && parts.any? }
+    first_seqs = tagged_payloads(first)
+    figures = report("cooperative-sticky, slow member rebalanced", backlog)
+    puts "  first handed out #{first_seqs.size} (#{handed_out_by_then} when it gave up #{given_up}), second #{tagged_payloads(second).size}"
+
+    expect(members.flat_map(&:violations)).to eq([])
+    expect(given_up).not_to be_empty
+    expect(handed_out_by_then).to be < backlog # the revoke came while the backlog was being worked through
+    expect(first_seqs.size).to be < backlog # some of it went to the new owner instead
+    expect(second.owned.to_a).to match_array(given_up)
+    expect(figures[:duplicates]).to eq(0) # the first member committed what it had processed before giving up
+  end
+
+  def tagged_payloads(member) = board.read { member.handed_out.map(&:last).select { |payload| payload.start_with?("#{tag}:") } }
 
   # librdkafka counts only polls of the consumer queue for max.poll.interval.ms
   # and commits only stored offsets, while each_message hands out what one

@@ -144,22 +144,24 @@ module ConsumerGroups
   end
 
   # One group member reading in a thread of its own, with each_message or
-  # each_batch. It records, in its reading thread, its assignment as the
-  # rebalance events change it and every message as it is handed out, and
+  # each_batch (and, with pace, sleeping that long per message). It records, in
+  # its reading thread, its assignment as the rebalance events change it and
+  # every message as it is handed out, and
   # checks each one there: its partition is assigned to this member right now,
   # and its offset is past the last one handed out of that partition since the
   # partition was assigned (nothing fetched before a revoke comes out after it).
   class Member
     attr_reader :name, :consumer, :owned, :timeline, :handed_out, :violations
 
-    def initialize(name, consumer, topic, board, batch: false)
+    def initialize(name, consumer, topic, board, batch: false, pace: nil)
       @name = name
       @consumer = consumer
       @topic = topic
       @board = board
       @batch = batch
+      @pace = pace
       @owned = Set.new
-      @timeline = [] # [:assigned | :revoked, [partition, ...], owned after]
+      @timeline = [] # [:assigned | :revoked, [partition, ...], owned after, messages handed out by then]
       @handed_out = [] # [partition, offset, payload]
       @last_offset = {}
       @violations = []
@@ -190,7 +192,10 @@ module ConsumerGroups
       if @batch
         @consumer.each_batch(max_items: 50, max_wait: 50) { |messages| hand_out(messages) }
       else
-        @consumer.each_message { |message| hand_out([message]) }
+        @consumer.each_message do |message|
+          hand_out([message])
+          sleep(@pace) if @pace
+        end
       end
     end
 
@@ -204,7 +209,7 @@ module ConsumerGroups
       @board.update do
         kind == :assigned ? @owned.merge(partitions) : @owned.subtract(partitions)
         partitions.each { |partition| @last_offset.delete(partition) }
-        @timeline << [kind, partitions, @owned.to_a.sort]
+        @timeline << [kind, partitions, @owned.to_a.sort, @handed_out.size]
       end
     end
 
