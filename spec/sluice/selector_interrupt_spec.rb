@@ -78,7 +78,12 @@ RSpec.describe Sluice::Native::Selector, "interrupted while something becomes re
 
     expect(outcomes.count { |outcome, _| outcome == :interrupted }).to be >= 5, outcomes.inspect
     outcomes.each do |outcome, (tokens, seconds)|
-      expect([outcome, tokens, seconds]).to match([:interrupted, [7], be < 0.5]).or match([[7], [7], be < 0.5])
+      # The waiter's own wait: interrupted, or returned before the interrupt
+      # came, with the pipe's token or empty (a signal for the process ended
+      # epoll_wait with EINTR first: once in a full run). Either way the next
+      # wait must report the pipe.
+      expect(outcome).to eq(:interrupted).or eq([7]).or eq([])
+      expect([tokens, seconds]).to match([[7], be < 0.5])
     end
   end
 end
