@@ -203,9 +203,13 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       puts "\n    librdkafka #{Sluice::Native.librdkafka_version} issue 4849, 100 aborts each: " \
            "fatal #{without[:fatal]} without wait_timeout_on_transaction_abort, #{with[:fatal]} with it"
 
-      expect(with[:fatal]).to eq(0)
-      expect(without[:fatal]).to be > 0 # the race is real here; if a librdkafka upgrade fixed it, this says so
       expect(without[:reloads]).to eq(without[:fatal]) # every fatal producer was rebuilt, the next transaction went on
+      # The race depends on timing: 16-25 of 100 here, but once 0 in a full run
+      # on a loaded machine. Without it in this run, "0 with the wait" proves
+      # nothing: say so instead of passing (or failing on librdkafka's timing).
+      # A librdkafka that fixed 4849 shows up here as a skip every time.
+      skip "issue 4849 did not occur in 100 aborts without the wait: nothing to compare" if without[:fatal].zero?
+      expect(with[:fatal]).to eq(0)
     end
   end
 
