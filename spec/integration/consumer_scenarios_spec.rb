@@ -102,9 +102,13 @@ RSpec.describe "Consumer scenarios in their own process", :kafka do
     # without sluice's fork-guarded resolver). Each fork here follows a fresh
     # consumer's assign, when its broker threads resolve; every close has a
     # watchdog, so a hang is counted instead of timing the scenario out.
+    # From librdkafka 2.13 on, a broker thread also takes OpenSSL's random
+    # generator lock at every connect (rd_jitter's seed), which sluice cannot
+    # guard: there the child creates no client of its own (README, fork).
     forked = <<~RUBY
       #{PollingScenarios::FORK_HELPERS}
       def closes_in_time?(client) = Thread.new { client.close }.join(10) ? true : false
+      own_client = Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.13")
 
       children = Array.new(40) do
         parent = make_consumer
@@ -117,15 +121,18 @@ RSpec.describe "Consumer scenarios in their own process", :kafka do
             e.class.name
           end
           parent.close # forgets the parent's handle, touches nothing of it
+          outcome = { "error" => error, "inherited_closed" => parent.closed? }
+          next outcome unless own_client
+
           own = make_consumer
           own.assign("sluice-spec-idle" => [0])
           own.poll(10)
-          { "error" => error, "inherited_closed" => parent.closed?, "own_closed" => closes_in_time?(own) }
+          outcome.merge("own_closed" => closes_in_time?(own))
         end
         parent.poll(10)
         child.merge("exit" => status.exitstatus, "parent_works" => !parent.closed?, "parent_closed" => closes_in_time?(parent))
       end
-      result("children" => children.tally.map { |outcome, count| outcome.merge("count" => count) })
+      result("own_client" => own_client, "children" => children.tally.map { |outcome, count| outcome.merge("count" => count) })
     RUBY
 
     leaks = <<~RUBY
@@ -179,10 +186,17 @@ RSpec.describe "Consumer scenarios in their own process", :kafka do
     expect(o["closed_events"]).to eq(1)
   end
 
-  it "refuses the parent's consumer in a forked child (ForkedProcessError); the child's own consumer and the parent's work and close" do
+  it "refuses the parent's consumer in a forked child (ForkedProcessError); the parent works and closes" do
     o = outcome(:forked)
-    expect(o["children"]).to eq([{ "error" => "Sluice::Errors::ForkedProcessError", "inherited_closed" => true, "own_closed" => true,
-                                   "exit" => 0, "parent_works" => true, "parent_closed" => true, "count" => 40 }])
+    expect(o["children"].map { |child| child.except("own_closed") })
+      .to eq([{ "error" => "Sluice::Errors::ForkedProcessError", "inherited_closed" => true,
+                "exit" => 0, "parent_works" => true, "parent_closed" => true, "count" => 40 }])
+  end
+
+  it "lets a child forked while the parent's consumer connects create, use and close a consumer of its own" do
+    o = outcome(:forked)
+    skip "librdkafka #{Sluice.librdkafka_version} takes OpenSSL's lock at every connect: not fork-safe (README)" unless o["own_client"]
+    expect(o["children"].map { |child| child["own_closed"] }).to eq([true])
   end
 
   it "leaks no fd, thread or memory over 40 create/read/close cycles" do
