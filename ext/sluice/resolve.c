@@ -14,6 +14,11 @@
  * around getaddrinfo, and the pthread_atfork prepare handler takes the write
  * lock: a fork waits (bounded) for lookups in flight and none starts until it
  * is done. Lookups run concurrently with each other as before.
+ *
+ * Other process-wide locks librdkafka's threads take are out of reach here
+ * (OpenSSL's: TLS handshakes, and from librdkafka 2.13 every connect's random
+ * seed): README says to close clients before forking where children create
+ * their own.
  */
 #include "sluice.h"
 

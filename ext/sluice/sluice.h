@@ -41,7 +41,7 @@ static inline int sluice_forked(pid_t owner_pid) { return owner_pid != sluice_cu
 int sluice_pipe(int fds[2]);
 
 /* Every client resolves broker names through a lock that fork(2) waits for
- * (resolve.c): a fork never leaves glibc's resolver locks held in the child. */
+ * (resolve.c), so a fork does not leave glibc's resolver locks held in the child. */
 void sluice_conf_set_resolver(rd_kafka_conf_t *conf);
 void sluice_init_resolve(void);
 
