@@ -95,7 +95,7 @@ RSpec.describe "Consumer groups: members joining and leaving", :kafka, timeout: 
   def report(strategy, produced)
     seqs = seqs_handed_out.select { |payload| payload.start_with?("#{tag}:") }
     figures = { produced: produced, handed_out: seqs.size, duplicates: seqs.size - seqs.uniq.size,
-                violations: members.sum { |m| m.violations.size } }
+                violations: members.sum { |m| m.violations.size }, errors: members.flat_map(&:errors).tally }
     rebalances = members.to_h { |m| [m.name, m.timeline.map { |kind, parts| "#{kind == :assigned ? "+" : "-"}#{parts.join(",")}" }] }
     puts "consumer groups (#{TestKafka::MODE}, #{strategy}): #{figures.map { |k, v| "#{k} #{v}" }.join(", ")}; " \
          "assignment timelines #{rebalances}"

@@ -151,7 +151,7 @@ module ConsumerGroups
   # and its offset is past the last one handed out of that partition since the
   # partition was assigned (nothing fetched before a revoke comes out after it).
   class Member
-    attr_reader :name, :consumer, :owned, :timeline, :handed_out, :violations
+    attr_reader :name, :consumer, :owned, :timeline, :handed_out, :violations, :errors
 
     def initialize(name, consumer, topic, board, batch: false, pace: nil)
       @name = name
@@ -165,6 +165,7 @@ module ConsumerGroups
       @handed_out = [] # [partition, offset, payload]
       @last_offset = {}
       @violations = []
+      @errors = [] # "type: code" of its error.occurred events (a failed commit before a revoke: duplicates)
       watch_rebalances
     end
 
@@ -202,6 +203,10 @@ module ConsumerGroups
     def watch_rebalances
       @consumer.monitor.subscribe("consumer.partitions_assigned") { |event| rebalanced(:assigned, event) }
       @consumer.monitor.subscribe("consumer.partitions_revoked") { |event| rebalanced(:revoked, event) }
+      @consumer.monitor.subscribe("error.occurred") do |event|
+        code = event[:error].respond_to?(:code) ? event[:error].code : event[:error].class.name
+        @board.update { @errors << "#{event[:type]}: #{code}" }
+      end
     end
 
     def rebalanced(kind, event)
