@@ -127,11 +127,13 @@ module SpecHelpers
     require "open3"
     script = "$LOAD_PATH.unshift(#{File.expand_path("../../lib", __dir__).inspect}); require 'sluice'\n" \
              "BROKERS = #{TestKafka::BROKERS.inspect}; MODE = #{TestKafka::MODE.inspect}\n#{code}"
-    Open3.popen2e(env, RbConfig.ruby, "-e", script) do |stdin, out, wait|
+    # A process group of its own: a timeout kills the children it forked too
+    # (they hold its output open, and the read below would wait for them).
+    Open3.popen2e(env, RbConfig.ruby, "-e", script, pgroup: true) do |stdin, out, wait|
       stdin.close
       reader = Thread.new { out.read }
       unless wait.join(timeout)
-        Process.kill("KILL", wait.pid)
+        Process.kill("KILL", -wait.pid)
         raise "scenario did not finish within #{timeout}s:\n#{reader.value}"
       end
       [reader.value, wait.value]
