@@ -35,7 +35,7 @@ static void *metadata_nogvl(void *p) {
 static VALUE client_partition_count(VALUE self, VALUE topic, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     struct metadata_args a = {c, StringValueCStr(topic), NUM2INT(timeout), RD_KAFKA_RESP_ERR__TIMED_OUT, 0};
-    sluice_client_blocking(c, metadata_nogvl, &a, NULL, NULL);
+    sluice_client_blocking(c, metadata_nogvl, &a, NULL, NULL, NULL);
     sluice_client_unblock(c);
     return rb_ary_new_from_args(2, INT2FIX(a.err), INT2FIX(a.count));
 }
@@ -58,6 +58,13 @@ static void *create_topics_nogvl(void *p) {
     rd_kafka_AdminOptions_destroy(opts);
     rd_kafka_queue_destroy(q);
     return NULL;
+}
+
+/* The topic specs are the caller's: freed after the call, or when the gate raises instead. */
+static void release_new_topics(void *p) {
+    struct create_topics_args *a = p;
+    for (size_t i = 0; i < a->count; i++) rd_kafka_NewTopic_destroy(a->topics[i]);
+    a->count = 0;
 }
 
 /*
@@ -100,8 +107,9 @@ static VALUE client_create_topics(VALUE self, VALUE specs, VALUE timeout) {
                 rd_kafka_NewTopic_set_config(nt, sluice_cstr_at(RARRAY_AREF(cfg, j), 0), sluice_cstr_at(RARRAY_AREF(cfg, j), 1));
         a.topics[a.count++] = nt;
     }
-    if (a.count > 0) sluice_client_blocking(c, create_topics_nogvl, &a, NULL, NULL);
-    for (size_t i = 0; i < a.count; i++) rd_kafka_NewTopic_destroy(a.topics[i]);
+    size_t sent = a.count;
+    if (sent > 0) sluice_client_blocking(c, create_topics_nogvl, &a, NULL, NULL, release_new_topics);
+    release_new_topics(&a);
     if (a.result) {
         const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(a.result);
         size_t cnt = 0;
@@ -114,10 +122,10 @@ static VALUE client_create_topics(VALUE self, VALUE specs, VALUE timeout) {
                                                   INT2FIX(rd_kafka_topic_result_error(results[i])),
                                                   sluice_str_or_nil(rd_kafka_topic_result_error_string(results[i]))));
         rd_kafka_event_destroy(a.result);
-    } else if (a.count > 0) {
+    } else if (sent > 0) {
         rb_ary_push(out, rb_ary_new_from_args(3, Qnil, INT2FIX(RD_KAFKA_RESP_ERR__TIMED_OUT), rb_str_new_cstr("timed out")));
     }
-    if (a.count > 0) sluice_client_unblock(c);
+    if (sent > 0) sluice_client_unblock(c);
     return out;
 }
 

@@ -160,7 +160,13 @@ static void *run_blocking(void *p) { /* runs without the GVL */
     return b->fn(b->arg);
 }
 
-void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg) {
+static VALUE raise_pending_interrupts(VALUE unused) {
+    sluice_raise_pending_interrupts();
+    return Qnil;
+}
+
+void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg,
+                            void (*release)(void *)) {
     struct blocking_call b = {fn, arg, 0};
     for (;;) {
         __atomic_add_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
@@ -171,8 +177,18 @@ void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unbl
          * serve them and go again. A real one is raised here, before the call
          * did anything. Either way the handle may be gone afterwards. */
         __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
-        sluice_raise_pending_interrupts();
+        if (!release) {
+            sluice_raise_pending_interrupts();
+        } else {
+            int state = 0;
+            rb_protect(raise_pending_interrupts, Qnil, &state);
+            if (state) {
+                release(arg);
+                rb_jump_tag(state);
+            }
+        }
         if (c->closed || !c->rk) {
+            if (release) release(arg);
             if (c->kind == RD_KAFKA_CONSUMER) rb_raise(sluice_eConsumerClosed, "consumer is closed");
             rb_raise(sluice_eProducerClosed, "producer is closed");
         }

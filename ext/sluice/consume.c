@@ -217,6 +217,12 @@ static void *commit_nogvl(void *p) {
  * returns at once; the result arrives as an offset commit event on the main
  * queue, which the poller serves.
  */
+static void release_commit_list(void *p) {
+    struct commit_args *a = p;
+    if (a->list) rd_kafka_topic_partition_list_destroy(a->list);
+    a->list = NULL;
+}
+
 static VALUE consumer_commit(VALUE self, VALUE partitions, VALUE async) {
     client_t *c = sluice_consumer_open(self);
     struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), 0};
@@ -225,12 +231,11 @@ static VALUE consumer_commit(VALUE self, VALUE partitions, VALUE async) {
          * rd_kafka_commit(async) reports only to an offset_commit_cb. */
         a.err = rd_kafka_commit_queue(c->rk, a.list, c->queue, NULL, NULL);
     } else {
-        sluice_client_blocking(c, commit_nogvl, &a, NULL, NULL);
-        if (a.list) rd_kafka_topic_partition_list_destroy(a.list);
-        a.list = NULL;
+        sluice_client_blocking(c, commit_nogvl, &a, NULL, NULL, release_commit_list);
+        release_commit_list(&a);
         sluice_client_unblock(c);
     }
-    if (a.list) rd_kafka_topic_partition_list_destroy(a.list);
+    release_commit_list(&a);
     return a.err && a.err != RD_KAFKA_RESP_ERR__NO_OFFSET ? INT2FIX(a.err) : Qnil;
 }
 
@@ -247,14 +252,16 @@ static void *committed_nogvl(void *p) {
     return NULL;
 }
 
+static void release_committed_list(void *p) { rd_kafka_topic_partition_list_destroy(((struct committed_args *)p)->list); }
+
 /* #committed([[topic, partition], ...], timeout_ms) -> [error_code, [[topic, partition, offset, err], ...]] */
 static VALUE consumer_committed(VALUE self, VALUE partitions, VALUE timeout) {
     client_t *c = sluice_consumer_open(self);
     int timeout_ms = NUM2INT(timeout);
     struct committed_args a = {c, sluice_partitions_from(partitions), timeout_ms, 0};
-    sluice_client_blocking(c, committed_nogvl, &a, NULL, NULL);
+    sluice_client_blocking(c, committed_nogvl, &a, NULL, NULL, release_committed_list);
     VALUE out = rb_ary_new_from_args(2, INT2FIX(a.err), sluice_partitions_to_ary(a.list));
-    rd_kafka_topic_partition_list_destroy(a.list);
+    release_committed_list(&a);
     sluice_client_unblock(c);
     return out;
 }
@@ -278,7 +285,7 @@ static void *watermarks_nogvl(void *p) {
 static VALUE consumer_watermarks(VALUE self, VALUE topic, VALUE partition, VALUE timeout) {
     client_t *c = sluice_consumer_open(self);
     struct watermark_args a = {c, StringValueCStr(topic), NUM2INT(partition), NUM2INT(timeout), -1, -1, 0};
-    sluice_client_blocking(c, watermarks_nogvl, &a, NULL, NULL);
+    sluice_client_blocking(c, watermarks_nogvl, &a, NULL, NULL, NULL);
     sluice_client_unblock(c);
     return rb_ary_new_from_args(3, INT2FIX(a.err), LL2NUM(a.low), LL2NUM(a.high));
 }
@@ -320,14 +327,16 @@ static void *seek_nogvl(void *p) {
     return NULL;
 }
 
+static void release_seek_list(void *p) { rd_kafka_topic_partition_list_destroy(((struct seek_args *)p)->list); }
+
 /* #seek([[topic, partition, offset]], timeout_ms) -> [error tuple or nil, [[topic, partition, offset, err], ...]] */
 static VALUE consumer_seek(VALUE self, VALUE partitions, VALUE timeout) {
     client_t *c = sluice_consumer_open(self);
     int timeout_ms = NUM2INT(timeout);
     struct seek_args a = {c, sluice_partitions_from(partitions), timeout_ms, NULL};
-    sluice_client_blocking(c, seek_nogvl, &a, NULL, NULL);
+    sluice_client_blocking(c, seek_nogvl, &a, NULL, NULL, release_seek_list);
     VALUE out = rb_ary_new_from_args(2, sluice_error_tuple(a.error), sluice_partitions_to_ary(a.list));
-    rd_kafka_topic_partition_list_destroy(a.list);
+    release_seek_list(&a);
     sluice_client_unblock(c);
     return out;
 }

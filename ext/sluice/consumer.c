@@ -102,12 +102,18 @@ static void *group_nogvl(void *p) {
     return NULL;
 }
 
+static void release_group_list(void *p) {
+    struct group_args *a = p;
+    if (a->list) rd_kafka_topic_partition_list_destroy(a->list);
+    a->list = NULL;
+}
+
 /* Runs the call; the list it was given is destroyed. Returns what Ruby gets:
  * nil or an error ([code, ...] tuple, or the code alone with code_only). */
 static VALUE group_call(client_t *c, enum group_call call, rd_kafka_topic_partition_list_t *list, int code_only) {
     struct group_args a = {c, call, list, 0, NULL};
-    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL);
-    if (a.list) rd_kafka_topic_partition_list_destroy(a.list);
+    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL, release_group_list);
+    release_group_list(&a);
     VALUE out = a.error ? sluice_error_tuple(a.error)
                 : !a.err ? Qnil
                 : code_only ? INT2FIX(a.err)
@@ -189,9 +195,9 @@ static VALUE consumer_subscription(VALUE self) {
 static VALUE consumer_assignment(VALUE self) {
     client_t *c = sluice_consumer_open(self);
     struct group_args a = {c, ASSIGNMENT, NULL, 0, NULL};
-    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL);
+    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL, NULL); /* the list comes out of the call */
     VALUE out = a.list && !a.err ? sluice_partitions_to_ary(a.list) : rb_ary_new();
-    if (a.list) rd_kafka_topic_partition_list_destroy(a.list);
+    release_group_list(&a);
     sluice_client_unblock(c);
     return out;
 }

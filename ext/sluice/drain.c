@@ -203,7 +203,7 @@ static VALUE client_wait_events(VALUE self, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     if (c->pending) return Qtrue;
     struct wait_args a = {c, NUM2INT(timeout)};
-    sluice_client_blocking(c, wait_events_nogvl, &a, wait_events_ubf, &a);
+    sluice_client_blocking(c, wait_events_nogvl, &a, wait_events_ubf, &a, NULL);
     VALUE ready = c->pending || (c->relay && events_left(c) > 0) ? Qtrue : Qfalse;
     sluice_client_unblock(c);
     return ready;

@@ -470,7 +470,7 @@ static void flush_ubf(void *p) { ((struct flush_args *)p)->interrupted = 1; }
 static VALUE client_flush(VALUE self, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     struct flush_args a = {c, NUM2INT(timeout), 0, RD_KAFKA_RESP_ERR__TIMED_OUT};
-    sluice_client_blocking(c, flush_nogvl, &a, flush_ubf, &a);
+    sluice_client_blocking(c, flush_nogvl, &a, flush_ubf, &a, NULL);
     sluice_client_unblock(c);
     return a.err ? Qfalse : Qtrue;
 }
@@ -491,7 +491,7 @@ static VALUE client_purge(VALUE self) {
     client_t *c = sluice_client_open(self);
     struct purge_args a = {c, 0};
     /* waits briefly for the broker threads to drop their queues; nothing to cut short */
-    sluice_client_blocking(c, purge_nogvl, &a, NULL, NULL);
+    sluice_client_blocking(c, purge_nogvl, &a, NULL, NULL, NULL);
     sluice_client_unblock(c);
     return INT2FIX(a.err);
 }

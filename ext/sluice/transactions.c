@@ -34,7 +34,7 @@ static void *txn_nogvl(void *p) {
 static VALUE txn_call(VALUE self, enum txn_op op, int timeout_ms) {
     client_t *c = sluice_client_open(self);
     struct txn_args a = {c, op, timeout_ms, NULL};
-    sluice_client_blocking(c, txn_nogvl, &a, NULL, NULL);
+    sluice_client_blocking(c, txn_nogvl, &a, NULL, NULL, NULL);
     VALUE tuple = sluice_error_tuple(a.error);
     sluice_client_unblock(c);
     return tuple;
@@ -54,6 +54,12 @@ struct send_offsets_args {
     rd_kafka_error_t *error;
 };
 
+static void release_send_offsets(void *p) {
+    struct send_offsets_args *a = p;
+    rd_kafka_consumer_group_metadata_destroy(a->group);
+    rd_kafka_topic_partition_list_destroy(a->offsets);
+}
+
 static void *send_offsets_nogvl(void *p) {
     struct send_offsets_args *a = p;
     a->error = rd_kafka_send_offsets_to_transaction(a->c->rk, a->offsets, a->group, a->timeout_ms);
@@ -71,9 +77,8 @@ static VALUE producer_send_offsets_to_transaction(VALUE self, VALUE consumer, VA
     client_t *group_client = sluice_consumer_open(consumer);
     struct send_offsets_args a = {c, sluice_partitions_from(offsets), NULL, NUM2INT(timeout), NULL};
     a.group = rd_kafka_consumer_group_metadata(group_client->rk);
-    sluice_client_blocking(c, send_offsets_nogvl, &a, NULL, NULL);
-    rd_kafka_consumer_group_metadata_destroy(a.group);
-    rd_kafka_topic_partition_list_destroy(a.offsets);
+    sluice_client_blocking(c, send_offsets_nogvl, &a, NULL, NULL, release_send_offsets);
+    release_send_offsets(&a);
     VALUE tuple = sluice_error_tuple(a.error);
     sluice_client_unblock(c);
     return tuple;

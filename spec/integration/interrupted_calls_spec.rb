@@ -115,6 +115,39 @@ RSpec.describe "Interrupted blocking calls", :kafka, :longjmp do
         result(r.merge("handles" => resolutions(handles)))
       RUBY
 
+      # An interrupt already pending when a call reaches the gate is raised
+      # there, before the call runs: the partition list built for it must be
+      # freed all the same. Thread.handle_interrupt(:on_blocking) makes it
+      # pending exactly there, 20,000 times (50 partitions each); the lists
+      # leaked used to add ~95 MB.
+      interrupted_commit: <<~RUBY,
+        consumer = Sluice::Consumer.new do |config|
+          config.kafka = { "bootstrap.servers": BROKERS, "group.id": "sluice-spec-interrupted-commit" }
+          config.logger = Logger.new(nil)
+        end
+        native = consumer.instance_variable_get(:@client) # straight to the gate: no Ruby wait before it
+        offsets = Array.new(50) { |partition| ["sluice-spec-idle", partition, 1] }
+        rss = -> { File.read("/proc/self/status")[/VmRSS:\\s+(\\d+)/, 1].to_i }
+        interrupted = 0
+        commits = lambda do |count|
+          count.times do
+            Thread.handle_interrupt(RuntimeError => :never) do
+              Thread.current.raise "pending"
+              Thread.handle_interrupt(RuntimeError => :on_blocking) { native.commit(offsets, false) }
+            rescue RuntimeError
+              interrupted += 1
+            end
+          end
+        end
+        commits.call(2_000)
+        GC.start
+        before = rss.call
+        commits.call(20_000)
+        GC.start
+        result("interrupted" => interrupted, "rss_growth_kb" => rss.call - before)
+        consumer.close
+      RUBY
+
       # The first partition_key of a topic waits for metadata (the broker is
       # unreachable here). That native call cannot be cut short (librdkafka
       # has no way to cancel a metadata request): the interrupt is raised
@@ -170,6 +203,12 @@ RSpec.describe "Interrupted blocking calls", :kafka, :longjmp do
     expect(r["close_s"]).to be < 5
     expect(r["outstanding"]).to eq(0)
     expect(r["handles"]).to eq("purge_queue" => 3)
+  end
+
+  it "an interrupt pending when a consumer commit reaches the gate: raised, and the commit's partition list is freed" do
+    r = outcome(:interrupted_commit)
+    expect(r["interrupted"]).to eq(22_000)
+    expect(r["rss_growth_kb"]).to be < 10_000
   end
 
   it "Timeout around the first partition_key lookup: raises once the lookup returned, and close returns promptly" do
