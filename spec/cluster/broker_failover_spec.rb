@@ -37,6 +37,21 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
+  # librdkafka 2.0.2 believes one broker's stale metadata: a node that has
+  # just been restarted can answer "unknown topic" for a topic that exists,
+  # and produce then refuses it at once (ProduceError unknown_topic; seen
+  # once in CI). Nothing was enqueued, so nothing is lost: like an
+  # application would, retry shortly, counting each refusal (printed).
+  def produce_retrying(producer, refused, **message)
+    producer.produce_async(**message)
+  rescue Sluice::Errors::ProduceError => e
+    raise unless e.code == :unknown_topic && refused[e.code] < 100
+
+    refused[e.code] += 1
+    sleep(0.05)
+    retry
+  end
+
   # Kills the leader of partition 0, then of partition 1, ... each time waiting
   # until leadership has moved off it, restarting it and waiting until it is
   # back in every ISR. Leaders are not rebalanced back to a restarted node, so
@@ -70,13 +85,14 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
 
   it "(a) an idempotent producer loses, duplicates and reorders nothing while two partition leaders are killed" do
     producer, errors = cluster_producer(kafka: { "enable.idempotence": true })
+    refused = Hash.new(0)
     handles = []
     chaos = nil
     started = now
     until handles.size >= messages && chaos && !chaos.alive?
       chaos ||= Thread.new { kill_leaders(topic, 2) } if handles.size >= messages / 10
       due = ((now - started) * rate).to_i
-      handles << producer.produce_async(topic: topic, partition: handles.size % 3, payload: handles.size.to_s) while handles.size < due
+      handles << produce_retrying(producer, refused, topic: topic, partition: handles.size % 3, payload: handles.size.to_s) while handles.size < due
       sleep(0.01)
     end
     killed = chaos.value
@@ -91,9 +107,10 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
     failed = reports.reject(&:success?).map { |report| report.error.code }.tally
     puts format("failover (a, %<mode>s, idempotent): %<messages>d messages in %<seconds>.0fs, %<kills>d kills (nodes %<nodes>s), " \
                 "lost %<lost>d, duplicated %<duplicated>d, reordered %<reordered>d, unexpected %<unexpected>d, " \
-                "failed reports %<failed>s, report offsets wrong %<misplaced>d, client errors seen %<errors>s",
+                "failed reports %<failed>s, report offsets wrong %<misplaced>d, client errors seen %<errors>s, " \
+                "produce refused and retried %<refused>s",
                 mode: TestKafka::MODE, messages: handles.size, seconds: elapsed, kills: killed.size, nodes: killed.join(","),
-                failed: failed, misplaced: misplaced, errors: errors, **figures)
+                failed: failed, misplaced: misplaced, errors: errors, refused: refused, **figures)
 
     expect(killed.uniq.size).to eq(2)
     expect(failed).to be_empty
