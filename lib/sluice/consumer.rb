@@ -62,19 +62,21 @@ module Sluice
     end
 
     # Yields every message until #stop or #close; stores its offset once the
-    # block returned. When the block raises, that offset is not stored, the
-    # partition goes back to that message (it is read again, here or by the
-    # partition's next owner) and the exception propagates.
+    # block finished (`next` finishes it). When the block does not finish
+    # (raise, break, return, throw), that offset is not stored and the
+    # partition goes back to that message: it is handed out again, here or
+    # to the partition's next owner.
     # @yieldparam message [Message]
     def each_message
       open_client
       @inbox.reading do
         while (message = @inbox.take(nil))
+          finished = false
           begin
             yield message
-          rescue Exception # rubocop:disable Lint/RescueException -- any way out: the message was not processed
-            rewind([message])
-            raise
+            finished = true
+          ensure
+            rewind([message]) unless finished
           end
           @inbox.processed(message)
         end
@@ -85,8 +87,8 @@ module Sluice
 
     # Yields batches of up to max_items messages (waiting up to max_wait ms
     # for a batch to fill) until #stop or #close; stores the batch's offsets
-    # once the block returned. When the block raises, each partition goes back
-    # to its first message of the batch and the exception propagates.
+    # once the block finished. When it does not finish (raise, break, return,
+    # throw), each partition goes back to its first message of the batch.
     # @yieldparam messages [Array<Message>]
     def each_batch(max_items: 500, max_wait: 100)
       raise ArgumentError, "max_items must be a positive Integer" unless max_items.is_a?(Integer) && max_items.positive?
@@ -96,11 +98,12 @@ module Sluice
         while (batch = @inbox.take_batch(max_items, max_wait))
           next if batch.empty?
 
+          finished = false
           begin
             yield batch
-          rescue Exception # rubocop:disable Lint/RescueException -- any way out: the batch was not processed
-            rewind(batch)
-            raise
+            finished = true
+          ensure
+            rewind(batch) unless finished
           end
           @inbox.processed_batch(batch)
         end
@@ -137,7 +140,8 @@ module Sluice
       nil
     end
 
-    # Stops fetching partition (messages already fetched for it are not handed out).
+    # Stops fetching partition. What was fetched for it and not handed out yet
+    # is given back: after #resume it is handed out again, nothing is skipped.
     def pause(topic, partition) = pause_or_resume(:pause, topic, partition)
 
     def resume(topic, partition) = pause_or_resume(:resume, topic, partition)
@@ -216,7 +220,7 @@ module Sluice
       @poller.register(state)
       @client = client
       @state = state
-      @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2,
+      @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2, seek_timeout_ms: @config.max_wait_timeout,
                          rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), instrument: method(:instrument)),
                          instrument: method(:instrument))
     rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
@@ -267,17 +271,17 @@ module Sluice
       instrument("error.occurred", type: "consumer.rewind_error", error: e)
     end
 
+    # positions: [[topic, partition, offset or nil (its first message not handed out)]]
     def seek_to(positions)
-      client = open_client
-      @inbox.drop(positions.map { |topic, partition| [topic, partition] })
-      error, = Blocking.call { client.seek(positions, @config.max_wait_timeout) }
+      open_client
+      error = @inbox.give_back(positions)
       raise Errors::ConsumerError.new("seek", KafkaError.from_tuple(error)) if error
     end
 
     def pause_or_resume(action, topic, partition)
       assigned!(topic, partition)
       results = open_client.public_send(action, [[topic.to_s, partition]])
-      @inbox.drop([[topic.to_s, partition]]) if action == :pause
+      seek_to([[topic.to_s, partition, nil]]) if action == :pause
       _, _, _, error = results.first
       check(error.zero? ? nil : error, action.to_s)
       nil

@@ -15,8 +15,11 @@ module Sluice
     # a consumer that waits on an idle topic still counts as polling.
     #
     # Offsets: a message handed out is stored once the application is done
-    # with it (#processed), in bulk before the next drain; what was fetched
-    # for a partition given up (revoked, paused, seeked) is dropped unread.
+    # with it (#processed), in bulk before the next drain. What was fetched
+    # for a partition and not handed out is never skipped: revoked, it is
+    # dropped (the next owner starts at the committed offset); paused, seeked
+    # or rewound, it is given back (#give_back): dropped, and librdkafka goes
+    # back to it.
     class Inbox
       EMPTY = [].freeze
       # Items taken from the queue per drain, and the time that may take (ms).
@@ -25,8 +28,9 @@ module Sluice
       # At most this long (s) between two polls while buffered messages are handed out (see #keep_polling).
       KEEP_POLLING = 1.0
 
-      def initialize(client:, rebalancer:, instrument:, keepalive_ms:)
+      def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:)
         @client = client
+        @seek_timeout_ms = seek_timeout_ms
         @rebalancer = rebalancer
         @instrument = instrument
         @keepalive = keepalive_ms / 1000.0
@@ -41,6 +45,7 @@ module Sluice
         @reader = nil
         @reader_lock = Mutex.new
         @idle = ConditionVariable.new
+        @given_back = [] # #give_back calls from other threads, for the reader to carry out
       end
 
       # The next message, or nil when timeout_ms (nil: no limit) passed or #stop
@@ -51,6 +56,7 @@ module Sluice
         deadline = timeout_ms && now + (timeout_ms / 1000.0)
         keep_polling
         while true # rubocop:disable Style/InfiniteLoop
+          give_back_for_others unless @given_back.empty?
           while @at < @items.size && !@stopped
             item = @items[@at]
             @at += 1
@@ -74,6 +80,7 @@ module Sluice
         deadline = now + (max_wait_ms / 1000.0)
         keep_polling
         loop do
+          give_back_for_others unless @given_back.empty?
           fill(batch, max_items) unless @stopped
           return batch if batch.size >= max_items
           return (batch.empty? ? nil : batch) if @stopped
@@ -100,12 +107,42 @@ module Sluice
       end
 
       # Drops what was fetched, not handed out, for these [topic, partition] pairs.
+      # @return [Hash{Array(String, Integer) => Integer}] each partition's first
+      #   dropped offset (partitions with nothing dropped are left out)
       def drop(partitions)
-        return if @at >= @items.size
+        return {} if @at >= @items.size
 
         gone = partitions.to_h { |topic, partition| [[topic, partition], true] }
-        @items = @items[@at..].reject { |item| item.is_a?(Message) && gone[[item.topic, item.partition]] }
+        firsts = {}
+        @items = @items[@at..].reject do |item|
+          next false unless item.is_a?(Message) && gone[pair = [item.topic, item.partition]]
+
+          firsts[pair] ||= item.offset
+        end
         @at = 0
+        firsts
+      end
+
+      # The one way buffered messages leave without being handed out, but for
+      # a revoke: what is buffered for these partitions is dropped and
+      # librdkafka's position goes to the offset given or, when that is nil,
+      # to the first message dropped, so it is fetched again, not skipped
+      # (librdkafka's position is past everything drained into the buffer).
+      # The buffer is its reader's alone: called from another thread or fiber
+      # while one reads, this is left to the reader, which carries it out
+      # before it hands out anything else (a failed seek is reported there).
+      # @param positions [Array<Array(String, Integer, Integer, nil)>]
+      # @return [Array, nil] the seek's error tuple
+      def give_back(positions)
+        return seek_back(positions) if reader?(Fiber.current)
+
+        @reader_lock.synchronize do
+          next seek_back(positions) unless @reader # nobody reads, and no read starts meanwhile
+
+          @given_back << positions
+          @client.wake_messages # a waiting reader has nothing buffered, but a seek must not wait for its next message
+          nil
+        end
       end
 
       # Ends the current read (each_message, each_batch, poll): its wait, and
@@ -169,6 +206,25 @@ module Sluice
       def shut = @io_lock.synchronize { @io = nil }
 
       private
+
+      def seek_back(positions)
+        dropped = drop(positions.map { |topic, partition| [topic, partition] })
+        seeks = positions.filter_map do |topic, partition, offset|
+          offset ||= dropped[[topic, partition]]
+          [topic, partition, offset] if offset
+        end
+        return if seeks.empty?
+
+        error, = Blocking.call { @client.seek(seeks, @seek_timeout_ms) }
+        error
+      end
+
+      def give_back_for_others
+        @reader_lock.synchronize { @given_back.slice!(0..) }.each do |positions|
+          error = seek_back(positions)
+          @instrument.call("error.occurred", type: "consumer.seek_error", error: KafkaError.from_tuple(error)) if error
+        end
+      end
 
       # Drains the queue into @items (what was left unread is kept first).
       # @return [Boolean] something came
