@@ -87,6 +87,7 @@ static void client_free(void *p) {
     if (sluice_forked(c->pid)) {
         /* A forked child never touches the parent's handle; our fd copies are ours to close. */
         for (int i = 0; i < c->topic_count; i++) free(c->topics[i].name);
+        free(c->topics);
         sluice_topic_confs_release(c); /* plain memory: no librdkafka thread touches a topic conf */
         close_pipe(c);
         xfree(c);

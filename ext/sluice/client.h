@@ -19,7 +19,6 @@
 
 #include "sluice.h"
 
-#define TOPIC_CACHE_MAX 64 /* beyond this, produce by name (librdkafka looks the topic up per message) */
 
 typedef struct {
     char *name;
@@ -56,8 +55,8 @@ typedef struct {
     long inflight_count;
     VALUE handle_class;        /* what #produce returns (Sluice::DeliveryHandle) */
     VALUE notifier;            /* given to every handle: wakes its waiters */
-    topic_entry_t topics[TOPIC_CACHE_MAX]; /* topic handles, so produce skips librdkafka's by-name lookup */
-    int topic_count;
+    topic_entry_t *topics; /* topic handles, so produce skips librdkafka's by-name lookup (grows: malloc'd) */
+    int topic_count, topic_capa;
     /* consumers only (consumer.c) */
     relay_t *relay;            /* where the main queue's events come from (drain.c takes them there) */
     rd_kafka_queue_t *sasl_queue; /* OAUTHBEARER refresh requests (NULL without OAUTHBEARER): the background

@@ -44,7 +44,7 @@ VALUE sluice_inflight_release(client_t *c, long slot) {
 }
 
 /* What topic_handle found. */
-enum topic_lookup { TOPIC_FOUND, TOPIC_BY_NAME, TOPIC_BOUND_ELSEWHERE, TOPIC_CACHE_FULL };
+enum topic_lookup { TOPIC_FOUND, TOPIC_BY_NAME, TOPIC_BOUND_ELSEWHERE, TOPIC_REFUSED };
 
 /*
  * The cached topic handle for name with the settings conf_id, in *rkt.
@@ -53,7 +53,11 @@ enum topic_lookup { TOPIC_FOUND, TOPIC_BY_NAME, TOPIC_BOUND_ELSEWHERE, TOPIC_CAC
  * existing object and drops the new settings. Each configuration carries its
  * id as the topic opaque, so a topic bound to other settings is noticed
  * (TOPIC_BOUND_ELSEWHERE) instead of producing with the wrong ones.
- * TOPIC_BY_NAME: no handle (cache full, or librdkafka refused one), produce by name.
+ * TOPIC_BY_NAME: no handle for the producer's own settings (out of memory, or
+ * librdkafka refused one): produce by name, which reports librdkafka's error.
+ * TOPIC_REFUSED: no handle for a variant's settings; rd_kafka_last_error() says why.
+ * The cache has one entry per topic used, looked up linearly (name length
+ * first): producers use a handful of topics.
  */
 static enum topic_lookup topic_handle(client_t *c, const char *name, size_t len, int conf_id, rd_kafka_topic_t **rkt) {
     *rkt = NULL;
@@ -63,15 +67,22 @@ static enum topic_lookup topic_handle(client_t *c, const char *name, size_t len,
             *rkt = c->topics[i].rkt;
             return TOPIC_FOUND;
         }
-    if (c->topic_count == TOPIC_CACHE_MAX) return conf_id ? TOPIC_CACHE_FULL : TOPIC_BY_NAME;
+    if (c->topic_count == c->topic_capa) {
+        int capa = c->topic_capa ? c->topic_capa * 2 : 16;
+        topic_entry_t *grown = realloc(c->topics, sizeof(*grown) * (size_t)capa);
+        if (!grown) return conf_id ? TOPIC_REFUSED : TOPIC_BY_NAME;
+        c->topics = grown;
+        c->topic_capa = capa;
+    }
     char *copy = malloc(len + 1);
-    if (!copy) return conf_id ? TOPIC_CACHE_FULL : TOPIC_BY_NAME;
-    memcpy(copy, name, len + 1);
+    if (!copy) return conf_id ? TOPIC_REFUSED : TOPIC_BY_NAME;
+    memcpy(copy, name, len);
+    copy[len] = '\0';
     rd_kafka_topic_conf_t *conf = conf_id ? rd_kafka_topic_conf_dup(c->topic_confs[conf_id - 1]) : NULL;
     rd_kafka_topic_t *found = rd_kafka_topic_new(c->rk, copy, conf); /* takes conf over */
     if (!found) {
         free(copy);
-        return conf_id ? TOPIC_CACHE_FULL : TOPIC_BY_NAME;
+        return conf_id ? TOPIC_REFUSED : TOPIC_BY_NAME;
     }
     if (rd_kafka_topic_opaque(found) != (void *)(intptr_t)conf_id) { /* created earlier with other settings */
         rd_kafka_topic_destroy(found);
@@ -92,11 +103,66 @@ static rd_kafka_topic_t *topic_for(client_t *c, VALUE topic, int conf_id) {
                  "topic %" PRIsVALUE " is already bound to other topic settings in this producer: librdkafka keeps "
                  "one topic configuration per topic per client, fixed by the first producer or variant that uses it",
                  topic);
-    case TOPIC_CACHE_FULL:
-        rb_raise(sluice_eConfigurationInvalid, "a variant can produce to at most %d topics per producer", TOPIC_CACHE_MAX);
+    case TOPIC_REFUSED:
+        rb_raise(sluice_eConfigurationInvalid, "librdkafka refused a topic handle for %" PRIsVALUE " with this variant's topic settings: %s",
+                 topic, rd_kafka_err2str(rd_kafka_last_error()));
     default:
         return rkt;
     }
+}
+
+/* A topic setting of conf as librdkafka holds it (normalised: "all" reads "-1"). */
+static long long topic_conf_number(rd_kafka_topic_conf_t *conf, const char *name) {
+    char value[64];
+    size_t size = sizeof(value);
+    if (rd_kafka_topic_conf_get(conf, name, value, &size) != RD_KAFKA_CONF_OK) return 0;
+    return strtoll(value, NULL, 10);
+}
+
+static long long client_conf_number(client_t *c, const char *name) {
+    char value[64];
+    size_t size = sizeof(value);
+    if (rd_kafka_conf_get(rd_kafka_conf(c->rk), name, value, &size) != RD_KAFKA_CONF_OK) return 0;
+    if (!strcmp(value, "true")) return 1;
+    return strtoll(value, NULL, 10);
+}
+
+static int pairs_set(VALUE pairs, const char *a, const char *b) {
+    for (long i = 0; i < RARRAY_LEN(pairs); i++) {
+        const char *name = sluice_cstr_at(rb_ary_entry(pairs, i), 0);
+        if (!strcmp(name, a) || (b && !strcmp(name, b))) return 1;
+    }
+    return 0;
+}
+
+/*
+ * What librdkafka's rd_kafka_topic_new refuses later (its topic settings
+ * checked against the client's, rd_kafka_topic_conf_finalize) without saying
+ * why to the caller: checked when the variant is built, with its words. Only
+ * the settings the variant sets are checked; librdkafka adjusts the others.
+ */
+static const char *topic_conf_conflict(client_t *c, rd_kafka_topic_conf_t *conf, VALUE pairs) {
+    int transactional = 0;
+    char id[8];
+    size_t size = sizeof(id);
+    if (rd_kafka_conf_get(rd_kafka_conf(c->rk), "transactional.id", id, &size) == RD_KAFKA_CONF_OK && size > 1)
+        transactional = 1; /* size counts the NUL: 1 is "" (unset) */
+    if (client_conf_number(c, "enable.idempotence") || transactional) {
+        if (pairs_set(pairs, "acks", "request.required.acks") && topic_conf_number(conf, "request.required.acks") != -1)
+            return "`acks` must be set to `all` when `enable.idempotence` is true";
+        char strategy[16];
+        size = sizeof(strategy);
+        if (pairs_set(pairs, "queuing.strategy", NULL) &&
+            rd_kafka_topic_conf_get(conf, "queuing.strategy", strategy, &size) == RD_KAFKA_CONF_OK && strcmp(strategy, "fifo"))
+            return "`queuing.strategy` must be set to `fifo` when `enable.idempotence` is true";
+    }
+    int timeout_set = pairs_set(pairs, "message.timeout.ms", "delivery.timeout.ms");
+    long long timeout = topic_conf_number(conf, "message.timeout.ms");
+    if (transactional && timeout_set && timeout > client_conf_number(c, "transaction.timeout.ms"))
+        return "`message.timeout.ms` must be set <= `transaction.timeout.ms`";
+    if (timeout_set && timeout != 0 && timeout <= client_conf_number(c, "linger.ms"))
+        return "`message.timeout.ms` must be greater than `linger.ms`";
+    return NULL;
 }
 
 /*
@@ -132,6 +198,11 @@ static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
             rd_kafka_topic_conf_destroy(conf);
             rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", errstr);
         }
+    }
+    const char *conflict = topic_conf_conflict(c, conf, pairs);
+    if (conflict) {
+        rd_kafka_topic_conf_destroy(conf);
+        rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", conflict);
     }
     int id = c->topic_conf_count + 1;
     rd_kafka_topic_conf_set_opaque(conf, (void *)(intptr_t)id);
@@ -171,7 +242,7 @@ static void invalid(const char *fmt, ...) {
 }
 
 static void check_topic(VALUE topic) {
-    if (!RB_TYPE_P(topic, T_STRING)) invalid("topic must be a String, got %" PRIsVALUE, rb_obj_class(topic));
+    if (!RB_TYPE_P(topic, T_STRING)) invalid("topic must be a String or Symbol, got %" PRIsVALUE, rb_obj_class(topic));
     long len = RSTRING_LEN(topic);
     if (len == 0 || len > 249) invalid("topic must be 1 to 249 characters long, got %ld", len);
     const char *s = RSTRING_PTR(topic);
@@ -231,7 +302,7 @@ struct fields {
 static int read_field(VALUE key, VALUE value, VALUE arg) {
     struct fields *f = (struct fields *)arg;
     ID id = SYMBOL_P(key) ? SYM2ID(key) : 0;
-    if (id == id_topic) f->m->topic = value;
+    if (id == id_topic) f->m->topic = SYMBOL_P(value) ? rb_sym2str(value) : value; /* WaterDrop accepts topic: :name */
     else if (id == id_payload) f->m->payload = value;
     else if (id == id_key) f->m->key = value;
     else if (id == id_partition) f->partition = value;
@@ -515,7 +586,9 @@ void sluice_topics_release(client_t *c) {
         rd_kafka_topic_destroy(c->topics[i].rkt);
         free(c->topics[i].name);
     }
-    c->topic_count = 0;
+    free(c->topics);
+    c->topics = NULL;
+    c->topic_count = c->topic_capa = 0;
 }
 
 /* #take_inflight -> handles that never got a delivery report (after #destroy) */

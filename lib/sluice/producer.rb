@@ -53,6 +53,8 @@ module Sluice
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
     #   (a fatal error: #fatal? true, with the fatal code)
     def produce_async(message)
+      return transaction { produce_async(message) } if needs_own_transaction?
+
       message = @middleware.run(message)
       instrument_with("message.produced_async", :message, message) { reloading { enqueue(message) } }
     end
@@ -61,6 +63,8 @@ module Sluice
     # @return [DeliveryReport]
     # @raise [Errors::WaitTimeoutError, Errors::ProduceError] and what #produce_async raises
     def produce_sync(message)
+      return transaction { produce_sync(message) } if needs_own_transaction?
+
       message = @middleware.run(message)
       instrument_with("message.produced_sync", :message, message) do
         reloading { enqueue(message).wait(max_wait_timeout: Variant.current(self)&.max_wait_timeout) }
@@ -73,6 +77,8 @@ module Sluice
     # @raise [Errors::ProduceManyError] when enqueuing failed part-way; its
     #   #dispatched holds the handles of the messages already enqueued
     def produce_many_async(messages)
+      return transaction { produce_many_async(messages) } if needs_own_transaction?
+
       ensure_open!
       messages = @middleware.run_many(batch!(messages))
       instrument_with("messages.produced_async", :messages, messages) { dispatch_many(messages) }
@@ -80,6 +86,8 @@ module Sluice
 
     # @return [Array<DeliveryReport>]
     def produce_many_sync(messages)
+      return transaction { produce_many_sync(messages) } if needs_own_transaction?
+
       ensure_open!
       messages = @middleware.run_many(batch!(messages))
       instrument_with("messages.produced_sync", :messages, messages) do

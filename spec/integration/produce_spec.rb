@@ -16,6 +16,13 @@ RSpec.describe "Producing to a real broker", :kafka do
                                headers: [%w[a 1], %w[b x], %w[b y]])
   end
 
+  it "accepts the topic as a Symbol, as WaterDrop does" do
+    report = producer.produce_sync(topic: :"sluice-spec-1p", payload: "symbol")
+    expect(report.topic).to eq("sluice-spec-1p")
+    expect(producer.produce_many_sync([{ topic: :"sluice-spec-1p", payload: "many" }]).first).to be_success
+    expect(consume_reports([report]).first).to include(payload: "symbol")
+  end
+
   it "produces asynchronously: handles resolve to reports with offsets, in order per partition" do
     handles = Array.new(50) { |i| producer.produce_async(topic: topic, partition: 1, payload: "m#{i}", timestamp: 1_700_000_000_000 + i) }
     reports = handles.map(&:wait)

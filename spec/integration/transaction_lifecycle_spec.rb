@@ -132,8 +132,9 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
 
       expect { fenced.transaction { fenced.produce_sync(topic: topic, payload: "fenced") } }
         .to raise_error(Sluice::Errors::ProduceError) { |e| expect([e.code, e.fatal?]).to eq([:fenced, true]) }
+      # outside a transaction, the produce's own transaction meets it
       expect { fenced.produce_async(topic: topic, payload: "fenced again") }
-        .to raise_error(Sluice::Errors::ProduceError) { |e| expect([e.code, e.fatal?]).to eq([:fenced, true]) }
+        .to raise_error(Sluice::Errors::TransactionError) { |e| expect([e.code, e.fatal?]).to eq([:fenced, true]) }
       expect { fenced.transaction { nil } }
         .to raise_error(Sluice::Errors::TransactionError) { |e| expect([e.code, e.fatal?]).to eq([:fenced, true]) }
     end

@@ -83,6 +83,45 @@ RSpec.describe "Transactional producer", :kafka, timeout: 120 do
     expect(final.offset).to be > inner_report.offset
   end
 
+  # WaterDrop's behaviour: librdkafka refuses these messages ("Erroneous state") otherwise.
+  it "runs a produce outside any transaction in a transaction of its own, committed before it returns" do
+    id = SecureRandom.hex(4)
+    events = Queue.new
+    %w[transaction.started transaction.committed].each { |name| producer.monitor.subscribe(name) { events << name } }
+
+    report = producer.produce_sync(topic: topic, payload: "own-#{id}-sync")
+    handle = producer.produce_async(topic: topic, payload: "own-#{id}-async")
+    many = producer.produce_many_sync([{ topic: topic, payload: "own-#{id}-many" }])
+    producer.produce_many_async([{ topic: topic, payload: "own-#{id}-many-async" }])
+
+    expect(Array.new(8) { events.pop }.tally).to eq("transaction.started" => 4, "transaction.committed" => 4)
+    expect([report, handle.wait, many.first].map(&:error)).to all(be_nil)
+    expect(committed_until(report.offset, "own-#{id}-many-async").grep(/own-#{id}/))
+      .to eq(%W[own-#{id}-sync own-#{id}-async own-#{id}-many own-#{id}-many-async])
+  end
+
+  it "keeps another thread's produce out of an open transaction: it waits and commits on its own" do
+    id = SecureRandom.hex(4)
+    inside = Queue.new
+    outside_report = nil
+    outsider = nil
+    expect do
+      producer.transaction do
+        producer.produce_sync(topic: topic, payload: "inner-#{id}")
+        outsider = Thread.new do
+          inside << true
+          outside_report = producer.produce_sync(topic: topic, payload: "outer-#{id}")
+        end
+        inside.pop
+        raise Sluice::AbortTransaction
+      end
+    end.not_to raise_error
+    outsider.join
+
+    # The aborted transaction took only its own message; the other thread's was committed on its own.
+    expect(committed_until(outside_report.offset, "outer-#{id}").grep(/#{id}/)).to eq(["outer-#{id}"])
+  end
+
   it "refuses #transaction on a producer without transactional.id with TransactionError :not_configured" do
     plain = build_producer
     expect(plain).not_to be_transactional

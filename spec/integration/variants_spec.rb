@@ -61,6 +61,36 @@ RSpec.describe "Variants (#{TestKafka::MODE} mode)", :kafka do
     expect { producer.with(max_wait_timeout: 0) }.to raise_error(Sluice::Errors::ConfigurationInvalidError, /max_wait_timeout/)
   end
 
+  # librdkafka would refuse these only when a topic handle is made, without
+  # saying why (it used to surface as "at most 64 topics").
+  it "refuses, when built, topic settings that conflict with the producer's own, with librdkafka's reason" do
+    idempotent = build_producer(kafka: { "enable.idempotence": true })
+    expect { idempotent.with(topic_config: { acks: 0 }) }
+      .to raise_error(Sluice::Errors::ConfigurationInvalidError, /`acks` must be set to `all` when `enable.idempotence` is true/)
+    expect { idempotent.with(topic_config: { "queuing.strategy": "lifo" }) }
+      .to raise_error(Sluice::Errors::ConfigurationInvalidError, /`queuing.strategy` must be set to `fifo`/)
+    expect(idempotent.with(topic_config: { acks: "all" }).produce_sync(topic: "sluice-spec-many", payload: "ok")).to be_success
+
+    lingering = build_producer(kafka: { "linger.ms": 100 })
+    expect { lingering.with(topic_config: { "message.timeout.ms": 50 }) }
+      .to raise_error(Sluice::Errors::ConfigurationInvalidError, /`message.timeout.ms` must be greater than `linger.ms`/)
+    transactional = build_producer(kafka: { "transactional.id": "sluice-spec-variant-#{rand(1 << 30)}" })
+    expect { transactional.with(topic_config: { "message.timeout.ms": 120_000 }) }
+      .to raise_error(Sluice::Errors::ConfigurationInvalidError, /`message.timeout.ms` must be set <= `transaction.timeout.ms`/)
+  ensure
+    [idempotent, lingering, transactional].compact.each(&:close)
+  end
+
+  it "produces to any number of topics, the producer's and its variants' (no cap on topic handles)" do
+    unreachable = build_unreachable_producer
+    variant = unreachable.with(topic_config: { acks: 1 })
+    handles = Array.new(100) { |i| unreachable.produce_async(topic: "sluice-spec-topic-#{i}", payload: "p") }
+    handles += Array.new(100) { |i| variant.produce_async(topic: "sluice-spec-variant-topic-#{i}", payload: "v") }
+    expect(handles.size).to eq(200)
+    expect(unreachable.outstanding).to eq(200)
+    unreachable.close!
+  end
+
   it "caches: variants with the same settings share one topic configuration" do
     a = producer.with(topic_config: { acks: 1, "message.timeout.ms": 20_000 })
     b = producer.variant(topic_config: { "message.timeout.ms": "20000", acks: "1" })

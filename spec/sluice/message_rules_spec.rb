@@ -46,8 +46,9 @@ RSpec.describe "Message rules of Producer#produce_async" do
       expect_refused({ topic: nil, payload: "x" }, /message needs a :topic/)
     end
 
-    it "must be a String" do
-      expect_refused({ topic: :events, payload: "x" }, /topic must be a String, got Symbol/)
+    it "must be a String or a Symbol (as WaterDrop accepts)" do
+      expect_refused({ topic: 42, payload: "x" }, /topic must be a String or Symbol, got Integer/)
+      expect_refused({ topic: :"a b", payload: "x" }, /topic "a b" has invalid characters/)
     end
 
     it "must not be empty" do

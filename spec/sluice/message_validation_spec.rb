@@ -7,7 +7,7 @@ RSpec.describe "Message validation" do
   {
     "a non-Hash message" => ["payload", /message must be a Hash/],
     "a missing topic" => [{ payload: "x" }, /needs a :topic/],
-    "a non-String topic" => [{ topic: :events, payload: "x" }, /topic must be a String/],
+    "a topic neither String nor Symbol" => [{ topic: 42, payload: "x" }, /topic must be a String or Symbol/],
     "an empty topic" => [{ topic: "", payload: "x" }, /1 to 249 characters/],
     "a topic with invalid characters" => [{ topic: "a b", payload: "x" }, /invalid characters/],
     "a non-String payload" => [{ topic: "t", payload: 1 }, /payload must be a String or nil/],

@@ -18,7 +18,7 @@ module Sluice
       def call(message)
         @client.validate(message) # clear errors before the key reaches native code
         key = message[:partition_key]
-        @client.partition_for(key, partition_count(message[:topic])) if key
+        @client.partition_for(key, partition_count(message[:topic].to_s)) if key
       end
 
       # @return [Integer] partitions of topic, from metadata cached for COUNT_TTL
