@@ -42,8 +42,10 @@ module Sluice
     # Joins the group for these topics (replacing an earlier subscription).
     # @raise [Errors::ConsumerError]
     def subscribe(*topics)
-      topics = topics.flatten.map(&:to_s)
+      topics = topics.flatten
       raise ArgumentError, "subscribe needs at least one topic" if topics.empty?
+
+      topics = topics.map { |topic| topic_name(topic) }
 
       check(open_client.subscribe(topics), "subscribe")
       nil
@@ -54,8 +56,17 @@ module Sluice
     # Reads outside a group: { topic => [partition, ...] } from the committed
     # (or auto.offset.reset) position, or { topic => { partition => offset } }.
     def assign(assignments)
+      unless assignments.is_a?(Hash)
+        raise ArgumentError, "assign takes { topic => [partition, ...] } or { topic => { partition => offset } }, got #{assignments.inspect}"
+      end
+
       pairs = assignments.flat_map do |topic, partitions|
-        partitions.is_a?(Hash) ? partitions.map { |p, offset| [topic.to_s, p, offset] } : partitions.map { |p| [topic.to_s, p] }
+        topic = topic_name(topic)
+        if partitions.is_a?(Hash)
+          partitions.map { |p, offset| [topic, partition_number(p), offset_number(offset)] }
+        else
+          Array(partitions).map { |p| [topic, partition_number(p)] }
+        end
       end
       error = open_client.assign(pairs, false)
       raise Errors::ConsumerError.new("assign", KafkaError.from_tuple(error)) if error
@@ -91,7 +102,9 @@ module Sluice
     # throw), each partition goes back to its first message of the batch.
     # @yieldparam messages [Array<Message>]
     def each_batch(max_items: 500, max_wait: 100)
-      raise ArgumentError, "max_items must be a positive Integer" unless max_items.is_a?(Integer) && max_items.positive?
+      raise ArgumentError, "max_items must be a positive Integer, got #{max_items.inspect}" unless max_items.is_a?(Integer) && max_items.positive?
+
+      milliseconds(max_wait, "max_wait")
 
       open_client
       @inbox.reading do
@@ -116,12 +129,15 @@ module Sluice
     # call #store_offset once it is processed.
     # @return [Message, nil]
     def poll(timeout_ms)
+      milliseconds(timeout_ms, "poll's timeout_ms")
       open_client
       @inbox.reading { @inbox.take(timeout_ms) }
     end
 
     # What the next commit commits for the message's partition: the offset after it.
     def store_offset(message)
+      raise ArgumentError, "store_offset takes a Sluice::Message, got #{message.class}" unless message.is_a?(Message)
+
       open_client.store_offsets([message], 1)
       nil
     end
@@ -133,8 +149,14 @@ module Sluice
     # (commit("orders" => { ... }) without braces arrives as keywords: by_topic.)
     def commit(offsets = nil, async: false, **by_topic)
       offsets ||= by_topic unless by_topic.empty?
+      raise ArgumentError, "commit takes { topic => { partition => offset } }, got #{offsets.inspect}" unless offsets.nil? || offsets.is_a?(Hash)
+
       client = open_client
-      list = offsets&.flat_map { |topic, partitions| partitions.map { |partition, offset| [topic.to_s, partition, offset] } }
+      list = offsets&.flat_map do |topic, partitions|
+        raise ArgumentError, "commit takes { topic => { partition => offset } }, got #{offsets.inspect}" unless partitions.is_a?(Hash)
+
+        partitions.map { |partition, offset| [topic_name(topic), partition_number(partition), offset_number(offset)] }
+      end
       @inbox.store_processed
       check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false) }, "commit")
       nil
@@ -149,6 +171,7 @@ module Sluice
     # The next message of partition will be the one at offset.
     # @raise [Errors::ConsumerStateError] the partition is not assigned
     def seek(topic, partition, offset)
+      offset_number(offset)
       assigned!(topic, partition)
       seek_to([[topic.to_s, partition, offset]])
     end
@@ -181,6 +204,8 @@ module Sluice
     # @return [Array(Integer, Integer)]
     # @raise [Errors::ConsumerError]
     def query_watermark_offsets(topic, partition)
+      topic = topic_name(topic)
+      partition_number(partition)
       client = open_client
       deadline = now + (@config.max_wait_timeout / 1000.0)
       loop do
@@ -288,9 +313,35 @@ module Sluice
     end
 
     def assigned!(topic, partition)
+      topic = topic_name(topic)
+      partition_number(partition)
       return if open_client.assignment.any? { |t, p| t == topic.to_s && p == partition }
 
       raise Errors::ConsumerStateError, "#{topic}/#{partition} is not assigned to consumer #{@id} (assignment: #{assignment.inspect})"
+    end
+
+    def topic_name(topic)
+      return topic.to_s if (topic.is_a?(String) || topic.is_a?(Symbol)) && !topic.empty?
+
+      raise ArgumentError, "a topic is a non-empty String or Symbol, got #{topic.inspect}"
+    end
+
+    def partition_number(partition)
+      return partition if partition.is_a?(Integer) && partition >= 0
+
+      raise ArgumentError, "a partition is an Integer >= 0, got #{partition.inspect}"
+    end
+
+    def offset_number(offset)
+      return offset if offset.is_a?(Integer)
+
+      raise ArgumentError, "an offset is an Integer, got #{offset.inspect}"
+    end
+
+    def milliseconds(value, name)
+      return if value.is_a?(Numeric) && !value.negative? && value.to_f.finite?
+
+      raise ArgumentError, "#{name} is a number of milliseconds >= 0, got #{value.inspect}"
     end
 
     def lag_of(topic, partition, committed_offset)

@@ -241,6 +241,34 @@ RSpec.describe Sluice::Consumer, :kafka do
       expect { build_consumer("no.such.property": 1) }.to raise_error(Sluice::Errors::ConfigurationInvalidError, /no\.such\.property/)
     end
 
+    it "refuses bad arguments with ArgumentErrors that say what was expected, before anything reaches librdkafka" do
+      consumer = build_consumer
+      {
+        -> { consumer.subscribe(42) } => /topic is a non-empty String or Symbol, got 42/,
+        -> { consumer.subscribe } => /at least one topic/,
+        -> { consumer.subscribe("") } => /non-empty String or Symbol, got ""/,
+        -> { consumer.poll("soon") } => /timeout_ms is a number of milliseconds >= 0, got "soon"/,
+        -> { consumer.poll(-5) } => /got -5/,
+        -> { consumer.poll(nil) } => /got nil/,
+        -> { consumer.each_batch(max_wait: -1) { nil } } => /max_wait is a number of milliseconds/,
+        -> { consumer.each_batch(max_items: 0) { nil } } => /max_items must be a positive Integer, got 0/,
+        -> { consumer.assign([topic, 0]) } => /assign takes/,
+        -> { consumer.assign(topic => ["0"]) } => /partition is an Integer >= 0, got "0"/,
+        -> { consumer.assign(topic => { 0 => "start" }) } => /offset is an Integer, got "start"/,
+        -> { consumer.seek(topic, -1, 0) } => /partition is an Integer >= 0, got -1/,
+        -> { consumer.seek(topic, 0, nil) } => /offset is an Integer, got nil/,
+        -> { consumer.pause(nil, 0) } => /topic is a non-empty String or Symbol, got nil/,
+        -> { consumer.store_offset("message") } => /store_offset takes a Sluice::Message, got String/,
+        -> { consumer.commit([[topic, 0, 1]]) } => /commit takes \{ topic => \{ partition => offset \} \}/,
+        -> { consumer.commit(topic => 5) } => /commit takes/,
+        -> { consumer.query_watermark_offsets(topic, "0") } => /partition is an Integer/
+      }.each do |call, message|
+        expect(&call).to raise_error(ArgumentError, message)
+      end
+      expect(consumer.assignment).to eq({})
+      consumer.subscribe(topic.to_sym) # a Symbol is a topic name
+    end
+
     it "refuses every call after close with ConsumerClosedError" do
       consumer = build_consumer
       consumer.close
