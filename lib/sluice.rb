@@ -39,6 +39,8 @@ require_relative "sluice/consumer"
 
 # Kafka producers and consumers over librdkafka, with every client's events polled from one thread.
 module Sluice
+  autoload :ProducerPool, File.expand_path("sluice/producer_pool", __dir__) # needs the connection_pool gem: loaded when used
+
   # The version of the librdkafka library loaded at run time, e.g. "2.0.2".
   def self.librdkafka_version = Native.librdkafka_version
 end

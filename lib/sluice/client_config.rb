@@ -72,6 +72,14 @@ module Sluice
       nil
     end
 
+    # A copy with other librdkafka properties, validated and frozen.
+    # @raise [Errors::ConfigurationInvalidError]
+    def with_kafka(kafka)
+      copy = dup
+      copy.kafka = kafka
+      copy.validate!.freeze
+    end
+
     def freeze
       @kafka = @kafka.dup.freeze
       @polling.freeze

@@ -61,8 +61,12 @@ module Sluice
 
     def freeze
       @non_reloadable_errors = @non_reloadable_errors.dup.freeze if @non_reloadable_errors.is_a?(Array)
+      @transactional = !kafka_setting("transactional.id").nil? # asked on every produce
       super
     end
+
+    # Has a transactional.id (known once frozen).
+    def transactional? = @transactional
 
     private
 

@@ -29,6 +29,7 @@ module Sluice
       producer.connected
       producer.closing
       producer.closed
+      producer.reload
       producer.reloaded
       poller.producer_registered
       poller.producer_unregistered

@@ -52,6 +52,19 @@ RSpec.describe "Polling in the mode under test", :kafka do
     end
   end
 
+  describe "thread priority" do
+    it "starts polling threads with Sluice::Polling.thread_priority (WaterDrop's Polling.setup)" do
+      Sluice::Polling.setup { |config| config.thread_priority = -2 }
+      poller = Sluice::Polling::Poller.new if TestKafka::MODE == :fd # a thread started now
+      producer = build_producer { |config| config.polling.poller = poller if poller }
+      name = poller ? "sluice.poller##{poller.id}" : "sluice.producer##{producer.id}"
+      expect(Thread.list.find { |thread| thread.name == name }&.priority).to eq(-2)
+      expect { Sluice::Polling.thread_priority = "low" }.to raise_error(ArgumentError, /Integer/)
+    ensure
+      Sluice::Polling.thread_priority = 0
+    end
+  end
+
   describe "statistics" do
     # Events every 100 ms. The count alone proves little (a poll every second
     # would still drain ~10 queued events at once), so the gaps between

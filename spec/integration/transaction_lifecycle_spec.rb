@@ -255,6 +255,38 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       expect(old_client).to be_closed
     end
 
+    it "emits producer.reload first: a listener may change the settings the new client gets; refused ones are reported and left out" do
+      idempotent = build_producer(kafka: { "enable.idempotence": true, "client.id": "before" },
+                                  reload_on_idempotent_fatal_error: true, wait_backoff_on_idempotent_fatal_error: 10)
+      order = []
+      refuse = true
+      idempotent.monitor.subscribe("producer.reloaded") { order << :reloaded }
+      idempotent.monitor.subscribe("producer.reload") do |event|
+        order << :reload
+        expect(event[:caller]).to equal(idempotent)
+        expect(event[:error].code).to eq(:out_of_order_sequence_number)
+        event[:kafka][:"client.id"] = "after-#{event[:attempt]}"
+        event[:kafka][:"no.such.property"] = 1 if refuse
+      end
+      errors = record_events(idempotent.monitor, "error.occurred")
+      break_client = lambda do
+        idempotent.instance_variable_get(:@client).send(:test_fatal_error, Sluice::KafkaError.number_for(:out_of_order_sequence_number), "spec")
+      end
+
+      break_client.call
+      expect(idempotent.produce_sync(topic: "sluice-spec-1p", payload: "x").error).to be_nil
+      expect(order).to eq(%i[reload reloaded])
+      expect(errors.events.map { |e| e[:type] }).to include("producer.reload") # librdkafka refused no.such.property
+      expect(idempotent.config.kafka_setting("client.id")).to eq("before")
+
+      order.clear
+      refuse = false
+      break_client.call
+      expect(idempotent.produce_sync(topic: "sluice-spec-1p", payload: "y").error).to be_nil
+      expect(order).to eq(%i[reload reloaded])
+      expect(idempotent.config.kafka_setting("client.id")).to eq("after-1")
+    end
+
     it "gives up after max_attempts_on_idempotent_fatal_error" do
       idempotent = build_producer(kafka: { "enable.idempotence": true },
                                   reload_on_idempotent_fatal_error: true, wait_backoff_on_idempotent_fatal_error: 0,

@@ -29,6 +29,7 @@ module Sluice
         @running = true
         @thread = Thread.new { run(state) }
         @thread.name = "sluice.#{state.kind}##{state.client_id}"
+        @thread.priority = Polling.thread_priority
         @thread.report_on_exception = false
       end
 

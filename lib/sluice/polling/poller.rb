@@ -135,6 +135,7 @@ module Sluice
       def start_thread
         thread = Thread.new { run }
         thread.name = "sluice.poller##{@id}"
+        thread.priority = Polling.thread_priority
         thread.report_on_exception = false
         thread
       end

@@ -198,14 +198,25 @@ module Sluice
       # Destroys the client, fatally broken, then builds a new one; its pending
       # handles resolve with the fatal error. A no-op when the current client
       # is sound (another thread reloaded it already) or the producer closes.
+      # `producer.reload` comes first: its listeners may change the librdkafka
+      # settings the new client gets (event[:kafka], a copy), as WaterDrop's
+      # listeners change the config (a new transactional.id, say).
       def reload!(error, attempt)
         @lifecycle.synchronize do
           return if @closing || !@client.fatal_error
 
+          previous = reconfigure(error, attempt)
           disconnect(error)
           @transactions_ready = false
           begin
             connect
+          rescue Errors::ConfigurationInvalidError => e
+            raise unless previous # librdkafka refused what a producer.reload listener set: back to what worked
+
+            @monitor.instrument("error.occurred", producer_id: @id, type: "producer.reload", error: e)
+            @config = previous
+            previous = nil
+            retry
           rescue StandardError
             @closing = @closed = true # no client left: the producer cannot go on
             Shutdown.untrack(self)
@@ -213,6 +224,22 @@ module Sluice
           end
         end
         @monitor.instrument("producer.reloaded", producer_id: @id, error: error, attempt: attempt)
+      end
+
+      # Settings a listener made invalid are reported and left out: the new
+      # client gets the producer's settings as they were.
+      # @return [Config, nil] the settings replaced, if any
+      def reconfigure(error, attempt)
+        kafka = @config.kafka.dup
+        @monitor.instrument("producer.reload", producer_id: @id, error: error, attempt: attempt, caller: self, kafka: kafka)
+        return if kafka == @config.kafka
+
+        previous = @config
+        @config = @config.with_kafka(kafka)
+        previous
+      rescue Errors::ConfigurationInvalidError => e
+        @monitor.instrument("error.occurred", producer_id: @id, type: "producer.reload", error: e)
+        nil
       end
     end
   end

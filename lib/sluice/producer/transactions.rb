@@ -66,7 +66,7 @@ module Sluice
         transactional(:send_offsets_to_transaction, consumer.native, offsets, DEFAULT_TIMEOUT)
       end
 
-      def transactional? = @transactional
+      def transactional? = @config.transactional?
 
       # Inside a transaction block (of this fiber)?
       def transaction? = own_transaction?
@@ -74,7 +74,6 @@ module Sluice
       private
 
       def init_transactions
-        @transactional = !@config.kafka_setting("transactional.id").nil?
         @txn_lock = Mutex.new
         @txn_changed = ConditionVariable.new
         @transaction = nil
@@ -90,7 +89,7 @@ module Sluice
       # transaction ("Erroneous state"), and another fiber's open transaction
       # must not take them in: like WaterDrop, such a produce runs in a
       # transaction of its own (committed before it returns).
-      def needs_own_transaction? = @transactional && !own_transaction?
+      def needs_own_transaction? = @config.transactional? && !own_transaction?
 
       def open_transaction
         unless transactional?
