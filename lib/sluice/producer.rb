@@ -151,6 +151,7 @@ module Sluice
     def ensure_open!
       return unless @closing
       return if own_open_transaction? # the transaction close is waiting for may finish
+      return if @final_flush.equal?(Fiber.current) # close sending what was buffered
 
       raise Errors::ProducerClosedError, "producer #{@id} is closed"
     end

@@ -111,11 +111,63 @@ RSpec.describe "Buffering (#{TestKafka::MODE} mode)", :kafka do
       producer.close!
     end
 
-    it "keeps everything when the producer was closed before the flush" do
-      producer.buffer(topic: topic, payload: "kept")
+    it "reports what close could not deliver as purged, also what was still buffered; nothing stays behind" do
+      purged = record_events(producer.monitor, "message.purged")
+      producer.buffer(topic: topic, payload: "buffered", label: :buffered)
+      producer.produce_async(topic: topic, payload: "queued", label: :queued)
       producer.close!
+      expect(purged.events.map { |e| e[:label] }).to contain_exactly(:buffered, :queued)
+      expect(producer.buffered).to be_empty
       expect { producer.flush_sync }.to raise_error(Sluice::Errors::ProducerClosedError)
-      expect(producer.buffered.map { |m| m[:payload] }).to eq(["kept"])
     end
+  end
+
+  # A message leaves the buffer once librdkafka took it: a flush that raised
+  # after that must not leave it there to be sent again.
+  describe "a flush whose wait fails" do
+    def payloads_from(offset, last)
+      consume_until(topic, 0, offset) { |m| m[:payload] == last }.map { |m| m[:payload] }
+    end
+
+    it "WaitTimeoutError: the messages were handed over; the next flush does not send them again" do
+      id = SecureRandom.hex(4)
+      start = producer.produce_sync(topic: topic, payload: "start-#{id}").offset
+      lingering = build_producer(kafka: { "linger.ms": 1_500 }, max_wait_timeout: 100)
+      lingering.buffer_many(Array.new(3) { |i| { topic: topic, payload: "wait-#{id}-#{i}" } })
+      expect { lingering.flush_sync }.to raise_error(Sluice::Errors::WaitTimeoutError)
+      expect(lingering.buffered).to be_empty
+      expect(lingering.flush_sync).to eq([])
+      expect(lingering.flush(10_000)).to be(true)
+      producer.produce_sync(topic: topic, payload: "end-#{id}")
+
+      expect(payloads_from(start, "end-#{id}").grep(/wait-#{id}/)).to eq(Array.new(3) { |i| "wait-#{id}-#{i}" })
+    end
+
+    it "ProduceError for one refused message: the good ones are sent once, later flushes are not wedged" do
+      small = "sluice-spec-small" # max.message.bytes 2000 on the broker
+      one_per_request = build_producer(kafka: { "batch.num.messages": 1 })
+      id = SecureRandom.hex(4)
+      start = one_per_request.produce_sync(topic: small, payload: "start-#{id}").offset
+      one_per_request.buffer_many([{ topic: small, payload: "good-#{id}-0" }, { topic: small, payload: "x" * 3_000 },
+                                   { topic: small, payload: "good-#{id}-1" }])
+      expect { one_per_request.flush_sync }.to raise_error(Sluice::Errors::ProduceError) { |e| expect(e.code).to eq(:msg_size_too_large) }
+      expect(one_per_request.buffered).to be_empty
+      one_per_request.buffer(topic: small, payload: "good-#{id}-2")
+      expect(one_per_request.flush_sync.map(&:error)).to eq([nil])
+
+      read = consume_until(small, 0, start) { |m| m[:payload] == "good-#{id}-2" }.map { |m| m[:payload] }
+      expect(read.grep(/good-#{id}/)).to eq(%W[good-#{id}-0 good-#{id}-1 good-#{id}-2])
+    end
+  end
+
+  it "close sends what is still buffered" do
+    id = SecureRandom.hex(4)
+    start = producer.produce_sync(topic: topic, payload: "start-#{id}").offset
+    closing = build_producer
+    closing.buffer_many(Array.new(3) { |i| { topic: topic, payload: "close-#{id}-#{i}" } })
+    closing.close
+    producer.produce_sync(topic: topic, payload: "end-#{id}")
+    read = consume_until(topic, 0, start) { |m| m[:payload] == "end-#{id}" }.map { |m| m[:payload] }
+    expect(read.grep(/close-#{id}/)).to eq(Array.new(3) { |i| "close-#{id}-#{i}" })
   end
 end

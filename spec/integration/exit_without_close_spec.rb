@@ -22,7 +22,8 @@ RSpec.describe "A producer still open at process exit", :kafka do
       deliverable: <<~RUBY,
         producer = make_producer(kafka: { "linger.ms": 500 })
         producer.monitor.subscribe("error.occurred") { |e| puts("ERROR-EVENT \#{e[:type]}") }
-        6.times { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "exit-spec #{@run} \#{i}") }
+        4.times { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "exit-spec #{@run} \#{i}") }
+        2.times { |i| producer.buffer(topic: "sluice-spec-1p", payload: "exit-spec #{@run} \#{i + 4}") } # never flushed
         puts("PRODUCED")
       RUBY
 
@@ -34,7 +35,8 @@ RSpec.describe "A producer still open at process exit", :kafka do
           puts("ERROR-EVENT #{event[:type]} #{event[:error].class} #{event[:error].message}") if event[:type] == "producer.close_at_exit"
         end
         producer.monitor.subscribe("message.purged") { |_event| puts("PURGED") }
-        6.times { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "lost #{i}") }
+        4.times { |i| producer.produce_async(topic: "sluice-spec-1p", payload: "lost #{i}") }
+        2.times { |i| producer.buffer(topic: "sluice-spec-1p", payload: "lost buffered #{i}") }
         $exiting_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       RUBY
     )

@@ -100,6 +100,17 @@ RSpec.describe "Transactional producer", :kafka, timeout: 120 do
       .to eq(%W[own-#{id}-sync own-#{id}-async own-#{id}-many own-#{id}-many-async])
   end
 
+  it "flushes its buffer outside a transaction in one of its own, and close sends what is still buffered" do
+    id = SecureRandom.hex(4)
+    producer.buffer_many([{ topic: topic, payload: "buf-#{id}-0" }, { topic: topic, payload: "buf-#{id}-1" }])
+    reports = producer.flush_sync
+    expect(reports.map(&:error)).to all(be_nil)
+    producer.buffer(topic: topic, payload: "buf-#{id}-at-close")
+    producer.close
+    expect(committed_until(reports.first.offset, "buf-#{id}-at-close").grep(/buf-#{id}/))
+      .to eq(%W[buf-#{id}-0 buf-#{id}-1 buf-#{id}-at-close])
+  end
+
   it "keeps another thread's produce out of an open transaction: it waits and commits on its own" do
     id = SecureRandom.hex(4)
     inside = Queue.new

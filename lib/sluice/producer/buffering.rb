@@ -28,10 +28,13 @@ module Sluice
       # The messages buffered and not yet flushed (a copy).
       def buffered = @buffer.messages
 
-      # Sends everything buffered and waits for the delivery reports.
+      # Sends everything buffered and waits for the delivery reports. A
+      # message leaves the buffer once librdkafka took it, whatever the wait
+      # does after: a WaitTimeoutError or a delivery the broker refused
+      # (ProduceError) leave nothing behind to be sent twice; only what
+      # librdkafka never took (ProduceManyError) goes back, in front.
       # @return [Array<DeliveryReport>]
-      # @raise [Errors::ProduceManyError] and what #produce_many_sync raises; the
-      #   messages that never reached librdkafka are buffered again
+      # @raise [Errors::ProduceManyError] and what #produce_many_sync raises
       def flush_sync = flush_buffer(:sync)
 
       # Sends everything buffered. @return [Array<DeliveryHandle>]
@@ -40,24 +43,59 @@ module Sluice
       private
 
       def flush_buffer(mode)
+        ensure_open!
+        return transaction { flush_buffer(mode) } if needs_own_transaction?
+
         messages = @buffer.take
         return [] if messages.empty?
 
-        instrument_with(mode == :sync ? "buffer.flushed_sync" : "buffer.flushed_async", :messages, messages) { dispatch_buffered(messages, mode) }
+        instrument_with(mode == :sync ? "buffer.flushed_sync" : "buffer.flushed_async", :messages, messages) do
+          handles = dispatch_buffered(messages)
+          mode == :sync ? wait_all(handles) : handles
+        end
       end
 
       # Only messages librdkafka never took go back: those it took are on
       # their way (their handles say how they end), and buffering them again
       # would send them twice.
-      def dispatch_buffered(messages, mode)
-        handles = dispatch_many(messages)
-        mode == :sync ? wait_all(handles) : handles
+      def dispatch_buffered(messages)
+        dispatch_many(messages)
       rescue Errors::ProduceManyError => e
         @buffer.restore(messages.drop(e.dispatched.size))
         raise
-      rescue Errors::BaseError
+      rescue Errors::BaseError # refused before anything was enqueued
         @buffer.restore(messages)
         raise
+      end
+
+      # close: what is still buffered is sent (then waited for with the rest
+      # of close's deliveries); what cannot be is reported as purged, each
+      # message as `message.purged`, as close reports what it purges.
+      # A transactional producer's buffer goes in a transaction of its own,
+      # when no other is open (close has settled those by now).
+      # @return [Integer] messages dropped
+      def flush_buffer_at_close
+        messages = @buffer.take
+        return 0 if messages.empty?
+
+        return purged_at_close(messages, KafkaError.new(PURGED, "closing: another transaction is still open")) if transactional? && @transaction
+
+        @final_flush = Fiber.current # ensure_open! lets this one through
+        transactional? ? transaction { dispatch_many(messages) } : dispatch_many(messages)
+        0
+      rescue Errors::ProduceManyError => e
+        purged_at_close(messages.drop(e.dispatched.size), e.kafka_error)
+      rescue Errors::BaseError => e
+        purged_at_close(messages, e.respond_to?(:kafka_error) ? e.kafka_error : KafkaError.new(PURGED, e.message))
+      ensure
+        @final_flush = nil
+      end
+
+      def purged_at_close(messages, error)
+        messages.each do |message|
+          @monitor.instrument("message.purged", producer_id: @id, topic: message[:topic], label: message[:label], error: error)
+        end
+        messages.size
       end
     end
   end

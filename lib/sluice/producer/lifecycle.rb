@@ -21,7 +21,7 @@ module Sluice
         @client ? :connected : :initial
       end
 
-      # Flushes, waits for the outstanding delivery reports, stops polling and
+      # Sends what is buffered, waits for the outstanding delivery reports, stops polling and
       # releases the native handle. Idempotent; safe from any thread, fiber, a
       # callback on the polling thread, a signal handler (Signal.trap) and
       # at_exit. An open transaction of another thread or fiber is waited for
@@ -140,13 +140,14 @@ module Sluice
       def shut_down(timeout, interrupted)
         deadline = timeout && now + (timeout / 1000.0)
         settle_transaction(deadline, interrupted)
+        unsent = flush_buffer_at_close
         purged_before = @state.purged
         unless wait_for_deliveries(deadline && [((deadline - now) * 1000).ceil, 0].max)
           @client.purge
           wait_for_deliveries(@config.max_wait_timeout)
         end
         orphans = disconnect
-        @dropped = @state.purged - purged_before + orphans
+        @dropped = @state.purged - purged_before + orphans + unsent
         @closed = true
       end
 
@@ -202,6 +203,8 @@ module Sluice
       # settings the new client gets (event[:kafka], a copy), as WaterDrop's
       # listeners change the config (a new transactional.id, say).
       def reload!(error, attempt)
+        return if @lifecycle.owned? # inside close (its final flush's transaction): no new client now
+
         @lifecycle.synchronize do
           return if @closing || !@client.fatal_error
 
