@@ -1,6 +1,10 @@
 # frozen_string_literal: true
 
-RSpec.describe Sluice::Config do
+RSpec.describe Sluice::Producer::Config do
+  it "is also Sluice::Config, its name before" do
+    expect(Sluice::Config).to equal(described_class)
+  end
+
   # Producer.new validates the config before it touches librdkafka, so nothing
   # here needs a broker (an address is given only for the examples that build one).
   def new_producer(&block)

@@ -44,7 +44,7 @@ def build_producer
     config.kafka = kafka("transactional.id": ENV.fetch("TXN_ID"), "linger.ms": 5)
     config.polling.mode = mode
     config.logger = Logger.new($stderr, level: Logger::WARN)
-    config.wait_timeout_on_transaction_abort = 5_000 # librdkafka issue 4849: see Sluice::Config
+    config.wait_timeout_on_transaction_abort = 5_000 # librdkafka issue 4849: see Sluice::Producer::Config
   end
 end
 
