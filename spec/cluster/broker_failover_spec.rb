@@ -129,7 +129,7 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
     transactional_id = "sluice-failover-#{SecureRandom.hex(4)}"
     # An abort on purpose right after producing races librdkafka 2.0.2's
     # registration of the transaction's partitions (librdkafka issue 4849, see
-    # spec/integration/transaction_lifecycle_spec.rb): EndTxn meets
+    # spec/integration/producer/transaction_edges_spec.rb): EndTxn meets
     # CONCURRENT_TRANSACTIONS, then invalid_txn_state, which librdkafka makes
     # fatal, and every later transaction fails. It needs no broker failure:
     # without wait_timeout_on_transaction_abort (sluice's answer: wait for the

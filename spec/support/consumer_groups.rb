@@ -3,8 +3,8 @@
 require "open3"
 require "set"
 
-# Helpers of the consumer-group specs (spec/integration/consumer_groups_spec.rb,
-# consumer_crash_recovery_spec.rb); groups include it explicitly
+# Helpers of the consumer-group specs (spec/integration/consumer/groups_spec.rb,
+# consumer/crash_recovery_spec.rb); groups include it explicitly
 # (`include ConsumerGroups`).
 #
 # Their topics are shared by every run, so each example uses a new group that

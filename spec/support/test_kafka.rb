@@ -19,10 +19,10 @@ module TestKafka
     "sluice-spec-idle" => [1, nil], # nothing is ever produced to it
     "sluice-spec-idle-reads" => [1, nil],
     "sluice-spec-slow" => [1, nil],
-    "sluice-spec-positions" => [1, nil], # consumer_positions_spec.rb: one partition, read from a known offset
-    "sluice-spec-keys" => [6, nil], # key_partitioning_spec.rb
-    # Consumer groups (spec/integration/consumer_groups_spec.rb) and crash
-    # recovery (consumer_crash_recovery_spec.rb): input and a transform's output.
+    "sluice-spec-positions" => [1, nil], # consumer/positions_spec.rb: one partition, read from a known offset
+    "sluice-spec-keys" => [6, nil], # producer/key_partitioning_spec.rb
+    # Consumer groups (spec/integration/consumer/groups_spec.rb) and crash
+    # recovery (consumer/crash_recovery_spec.rb): input and a transform's output.
     "sluice-spec-cgroup" => [6, nil],
     "sluice-spec-cgroup-out" => [3, nil]
   }.freeze

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 # A group member in a process of its own, for
-# spec/integration/consumer_crash_recovery_spec.rb, which SIGKILLs it mid-stream
+# spec/integration/consumer/crash_recovery_spec.rb, which SIGKILLs it mid-stream
 # and starts it again. It reads INPUT as a member of GROUP until its stdin is
 # closed, then closes and exits 0, and tells the spec on stdout, a line each:
 #

@@ -168,3 +168,36 @@ RSpec.describe "Instrumentation of a live producer", :kafka do
     end
   end
 end
+
+RSpec.describe "Events", :kafka do
+  it "emits statistics as a Hash when statistics.interval.ms is set" do
+    stats = Queue.new
+    producer = build_producer(kafka: { "statistics.interval.ms": 100 })
+    producer.monitor.subscribe("statistics.emitted") { |event| stats << event.payload }
+
+    payload = stats.pop
+    expect(payload[:producer_id]).to eq(producer.id)
+    expect(payload[:statistics]).to include("name", "msg_cnt", "brokers")
+  end
+
+  it "emits librdkafka errors as error.occurred" do
+    errors = Queue.new
+    producer = build_producer(kafka: { "bootstrap.servers": "127.0.0.1:1" })
+    producer.monitor.subscribe("error.occurred") { |event| errors << event.payload }
+
+    error = errors.pop
+    expect(error).to include(type: "librdkafka.error", producer_id: producer.id)
+    expect(error[:error].code).to eq(:transport).or eq(:all_brokers_down)
+  end
+
+  it "reports a raising subscriber as error.occurred and keeps delivering" do
+    producer = build_producer
+    errors = Queue.new
+    producer.monitor.subscribe("error.occurred") { |event| errors << event.payload }
+    producer.monitor.subscribe("message.acknowledged") { raise "subscriber bug" }
+
+    producer.produce_sync(topic: "sluice-spec-1p", payload: "1")
+    expect(errors.pop).to include(type: "callbacks.listener.error", event_id: "message.acknowledged")
+    expect(producer.produce_sync(topic: "sluice-spec-1p", payload: "2").error).to be_nil
+  end
+end

@@ -3,6 +3,100 @@
 require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
 require "securerandom"
 
+# DeliveryHandle#wait parks on a Mutex + ConditionVariable that the polling
+# thread broadcasts; under a Fiber.scheduler that wait must suspend only the
+# waiting fiber. linger.ms = 200 makes every delivery take >= 200 ms, so a
+# wait that blocked the thread would serialise the fibers (20 x 200 ms) and
+# freeze the ticker fiber meanwhile.
+RSpec.describe "Waiting for deliveries under a fiber scheduler (async)", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-1p" }
+  let(:producer) do
+    build_producer(kafka: { "linger.ms": 200 }).tap do |warm|
+      warm.produce_sync(topic: topic, payload: "warm-up") # connection and topic metadata are ready
+    end
+  end
+
+  # Runs the block in an Async reactor next to a fiber that records a
+  # timestamp every 5 ms; returns [block's value, tick times].
+  def with_ticker
+    ticks = []
+    value = nil
+    Async do |task|
+      ticker = task.async do
+        loop do
+          ticks << monotonic
+          sleep 0.005
+        end
+      end
+      value = yield task
+    ensure
+      ticker&.stop
+    end.wait # re-raises what failed inside
+    expect(Fiber.scheduler).to be_nil # the reactor cleaned up after itself
+    [value, ticks]
+  end
+
+  it "completes 20 fibers' produce_sync concurrently while another fiber keeps ticking" do
+    producer
+    started = monotonic
+    runs, ticks = with_ticker do |task|
+      Array.new(20) do |i|
+        task.async do
+          began = monotonic
+          report = producer.produce_sync(topic: topic, payload: "fiber #{i}")
+          { began: began, ended: monotonic, report: report }
+        end
+      end.map(&:wait)
+    end
+    elapsed = monotonic - started
+
+    expect(runs.map { |run| run[:report].error }).to eq([nil] * 20)
+    last_start = runs.map { |run| run[:began] }.max
+    first_end = runs.map { |run| run[:ended] }.min
+    expect(last_start).to be < first_end # every fiber was waiting at once
+    expect(ticks.count { |t| t > last_start && t < first_end }).to be >= 10 # and the thread was free meanwhile
+    expect(elapsed).to be < 2.0 # 20 waits one after the other would take >= 4 s
+  end
+
+  it "lets produce_async + DeliveryHandle#wait on many messages yield to other fibers" do
+    producer
+    (waited_from, waited_until, reports), ticks = with_ticker do
+      handles = Array.new(200) { |i| producer.produce_async(topic: topic, payload: "batch #{i}") }
+      from = monotonic
+      reports = handles.map(&:wait)
+      [from, monotonic, reports]
+    end
+
+    expect(reports.map(&:error)).to all(be_nil)
+    expect(waited_until - waited_from).to be >= 0.1 # the batch really was lingering
+    expect(ticks.count { |t| t > waited_from && t < waited_until }).to be >= 10
+  end
+
+  it "times a wait out after max_wait_timeout without blocking the thread; the handle can be waited on again" do
+    producer
+    outcome, ticks = with_ticker do
+      handle = producer.produce_async(topic: topic, payload: "waited on twice")
+      from = monotonic
+      error = begin
+        handle.wait(max_wait_timeout: 50)
+      rescue Sluice::Errors::WaitTimeoutError => e
+        e
+      end
+      timed_out_at = monotonic
+      pending = handle.pending?
+      { from: from, timed_out_at: timed_out_at, error: error, pending: pending, report: handle.wait, handle: handle }
+    end
+
+    expect(outcome[:error]).to be_a(Sluice::Errors::WaitTimeoutError).and(have_attributes(handle: outcome[:handle]))
+    expect(outcome[:timed_out_at] - outcome[:from]).to be_between(0.04, 0.15)
+    expect(outcome[:pending]).to be(true)
+    expect(ticks.count { |t| t > outcome[:from] && t < outcome[:timed_out_at] }).to be >= 3
+    expect(outcome[:report].error).to be_nil
+  end
+end
+
 # The producer's long native waits — flush, close, a transaction commit, the
 # metadata lookup of the first partition_key — must suspend only the calling
 # fiber under a Fiber.scheduler (Sluice::Blocking runs them off the fiber's

@@ -151,3 +151,50 @@ RSpec.describe "Transactional producer", :kafka, timeout: 120 do
     expect { producer.transaction { nil } }.to raise_error(Sluice::Errors::ProducerClosedError)
   end
 end
+
+RSpec.describe "Transactions and idempotence", :kafka, timeout: 120 do
+  let(:topic) { "sluice-spec-txn" }
+  let(:producer) { build_producer(kafka: { "transactional.id": "sluice-spec-#{SecureRandom.hex(4)}" }) }
+
+  def committed_payloads(from_offset, count)
+    consume(topic, 0, from_offset, count, isolation: "read_committed").map { |m| m[:payload] }
+  end
+
+  it "commits on normal exit, aborts on error (re-raised) and on AbortTransaction (quietly)" do
+    first = producer.transaction { producer.produce_sync(topic: topic, payload: "committed-1") }
+    # Aborts wait for the delivery first: aborting while librdkafka still registers the
+    # partition with the coordinator can fail with INVALID_TXN_STATE (librdkafka issue 4849).
+    expect do
+      producer.transaction do
+        producer.produce_sync(topic: topic, payload: "aborted-1")
+        raise ArgumentError, "no"
+      end
+    end
+      .to raise_error(ArgumentError, "no")
+    quiet = producer.transaction do
+      producer.produce_sync(topic: topic, payload: "aborted-2")
+      raise Sluice::AbortTransaction
+    end
+    value = producer.transaction do
+      producer.transaction { producer.produce_async(topic: topic, payload: "nested") } # joins the outer one
+      producer.produce_async(topic: topic, payload: "committed-2")
+      :block_value
+    end
+
+    expect(quiet).to be_nil
+    expect(value).to eq(:block_value)
+    expect(committed_payloads(first.offset, 3)).to eq(%w[committed-1 nested committed-2])
+  end
+
+  it "refuses #transaction on a producer without transactional.id" do
+    plain = build_producer
+    expect { plain.transaction {} }.to raise_error(Sluice::Errors::TransactionError, /transactional.id/)
+  end
+
+  it "delivers in order with an idempotent producer" do
+    idempotent = build_producer(kafka: { "enable.idempotence": true })
+    reports = Array.new(100) { |i| idempotent.produce_async(topic: "sluice-spec-1p", payload: i.to_s) }.map(&:wait)
+
+    expect(consume_reports(reports).map { |m| m[:payload] }).to eq(Array.new(100, &:to_s))
+  end
+end
