@@ -175,7 +175,7 @@ static int resolve_out_of_process(const char *node, const char *service, const s
     int r;
     if (parse_address(node, &address)) {
         r = own_list_add(&list, &address);
-        if (!r && !list.head) r = EAI_ADDRFAMILY;
+        if (!r && !list.head) r = EAI_NONAME; /* an address of another family than asked for */
     } else if (hints && (hints->ai_flags & AI_NUMERICHOST)) {
         r = EAI_NONAME;
     } else {
