@@ -51,8 +51,9 @@ static int spawn_getent(const char *name, int family, int out_fd, pid_t *pid) {
     sigemptyset(&none);
     sigfillset(&all);
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    /* The pipe first: in a daemon that closed its stdin or stderr, the pipe may be fd 0 or 2. */
     posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
     posix_spawnattr_init(&attributes);
     /* A broker thread blocks every signal, and Ruby's handlers are no getent's. */

@@ -32,13 +32,16 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
-static atomic_int lookups_in_flight;
-static atomic_int caught_by_fork; /* set in a child forked mid-lookup, inherited by its children */
+/* Read and written with the __atomic builtins: C11's atomic operators and macros
+ * put temporaries on the stack, and under AddressSanitizer the redzones of a
+ * frame live in a thread stuck in a lookup outlive the fork: the child's new
+ * threads, on reused stacks ASan does not know, then trip over them. */
+static int lookups_in_flight;
+static int caught_by_fork; /* set in a child forked mid-lookup, inherited by its children */
 
 /* Lists built here are freed here: their first node's canonical name is this tag. */
 static char own_list_tag[] = "";
@@ -193,10 +196,10 @@ static int resolve_out_of_process(const char *node, const char *service, const s
 
 static int resolve_in_process(const char *node, const char *service, const struct addrinfo *hints,
                               struct addrinfo **res) {
-    atomic_fetch_add(&lookups_in_flight, 1);
+    __atomic_add_fetch(&lookups_in_flight, 1, __ATOMIC_SEQ_CST);
     int r = getaddrinfo(node, service, hints, res);
     int saved = errno; /* EAI_SYSTEM leaves the cause in errno */
-    atomic_fetch_sub(&lookups_in_flight, 1);
+    __atomic_sub_fetch(&lookups_in_flight, 1, __ATOMIC_SEQ_CST);
     errno = saved;
     return r;
 }
@@ -208,7 +211,7 @@ static int resolve_cb(const char *node, const char *service, const struct addrin
         if (*res) release(*res);
         return 0;
     }
-    if (atomic_load(&caught_by_fork)) return resolve_out_of_process(node, service, hints, res);
+    if (__atomic_load_n(&caught_by_fork, __ATOMIC_SEQ_CST)) return resolve_out_of_process(node, service, hints, res);
     return resolve_in_process(node, service, hints, res);
 }
 
@@ -221,9 +224,10 @@ void sluice_conf_set_resolver(rd_kafka_conf_t *conf) { rd_kafka_conf_set_resolve
  * way; elsewhere a caught child goes on with getaddrinfo as before. */
 static void after_fork_in_child(void) {
 #ifdef __linux__
-    if (atomic_load(&lookups_in_flight) > 0) atomic_store(&caught_by_fork, 1);
+    if (__atomic_load_n(&lookups_in_flight, __ATOMIC_SEQ_CST) > 0)
+        __atomic_store_n(&caught_by_fork, 1, __ATOMIC_SEQ_CST);
 #endif
-    atomic_store(&lookups_in_flight, 0); /* the threads that counted them are gone */
+    __atomic_store_n(&lookups_in_flight, 0, __ATOMIC_SEQ_CST); /* the threads that counted them are gone */
 }
 
 void sluice_init_resolve(void) { pthread_atfork(NULL, NULL, after_fork_in_child); }
