@@ -219,9 +219,9 @@ void sluice_conf_set_resolver(rd_kafka_conf_t *conf) { rd_kafka_conf_set_resolve
 
 /* The count is the parent's at the instant of the fork: a lookup counted there
  * may hold glibc's locks, which the child inherits held. The fork waits for
- * nothing; the child only decides how it resolves from now on. Resolving
- * through getent needs it on PATH, so only glibc (and musl) systems take that
- * way; elsewhere a caught child goes on with getaddrinfo as before. */
+ * nothing; the child only decides how it resolves from now on. Only Linux
+ * takes the getent way (glibc and musl ship getent; macOS and the BSDs do not);
+ * elsewhere a caught child goes on with getaddrinfo as before. */
 static void after_fork_in_child(void) {
 #ifdef __linux__
     if (__atomic_load_n(&lookups_in_flight, __ATOMIC_SEQ_CST) > 0)
