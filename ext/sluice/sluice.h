@@ -40,10 +40,12 @@ static inline int sluice_forked(pid_t owner_pid) { return owner_pid != sluice_cu
  * inherit it). Returns -1 with errno set. */
 int sluice_pipe(int fds[2]);
 
-/* Every client resolves broker names through a lock that fork(2) waits for
- * (resolve.c), so a fork does not leave glibc's resolver locks held in the child. */
+/* Every client resolves broker names through resolve.c, which counts lookups in
+ * flight: a fork waits for none, and a child forked mid-lookup (glibc's resolver
+ * locks maybe held) resolves through getent(1) instead (getent.c). */
 void sluice_conf_set_resolver(rd_kafka_conf_t *conf);
 void sluice_init_resolve(void);
+int sluice_getent_hosts(const char *name, int family, char **output);
 
 /* Monotonic clock in milliseconds (vDSO, no syscall). */
 double sluice_now_ms(void);

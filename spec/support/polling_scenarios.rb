@@ -3,9 +3,9 @@
 require "base64"
 require "json"
 
-# Helpers of the polling-engine integration specs (spec/integration/fd_poller_spec.rb,
-# polling_modes_spec.rb, close_from_callback_spec.rb, fork_spec.rb,
-# lifecycle_leaks_spec.rb, oauthbearer_refresh_spec.rb, fiber_scheduler_spec.rb);
+# Helpers of the integration specs that run scenarios in processes of their own (polling/,
+# lifecycle/close_from_callback_spec.rb, lifecycle/leaks_spec.rb, fork/, oauth/listener_refresh_spec.rb,
+# consumer/own_process_spec.rb);
 # groups include it explicitly (`include PollingScenarios`).
 #
 # Scenarios are Ruby scripts run by SpecHelpers#run_scenario in a process of
@@ -77,9 +77,9 @@ module PollingScenarios
   end
 
   # Starts every scenario (name => code) in its own process, all at once.
-  def start_scenarios(timeout: 60, **scenarios)
+  def start_scenarios(timeout: 60, env: {}, **scenarios)
     scenarios.to_h do |name, code|
-      thread = Thread.new { run_scenario(PRELUDE + code, timeout: timeout) }
+      thread = Thread.new { run_scenario(PRELUDE + code, timeout: timeout, env: env) }
       thread.report_on_exception = false
       [name, thread]
     end
