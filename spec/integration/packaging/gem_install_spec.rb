@@ -11,7 +11,7 @@ require "tmpdir"
 # when asked: .ci/run sets SLUICE_GEM_SPEC=1.
 RSpec.describe "The built gem", :kafka, timeout: 300,
                                         skip: ENV["SLUICE_GEM_SPEC"] != "1" && "SLUICE_GEM_SPEC=1 builds and installs it (.ci/run)" do
-  root = File.expand_path("../..", __dir__)
+  root = File.expand_path("../../..", __dir__)
 
   # Run outside the checkout with only the temporary GEM_HOME: nothing of the
   # tree (RUBYLIB, -I, the working directory) can stand in for the gem.
