@@ -2,18 +2,27 @@
 
 require "mkmf"
 require "shellwords"
+require_relative "librdkafka_recipe"
 
-# Builds against the system librdkafka (>= 2.0), found through pkg-config.
+# Builds the pinned librdkafka (Sluice::LIBRDKAFKA, lib/sluice/version.rb)
+# from its release archive and links it into the extension; or, on request,
+# builds against the system's librdkafka (>= 2.0), found through pkg-config.
 #
-#   SLUICE_WERROR=1         compiler warnings are errors (CI)
-#   SLUICE_SELECTOR=NAME    epoll, kqueue or poll (default: the first this system has)
-#   SLUICE_ASAN=1           AddressSanitizer build (bin/asan)
-#   PKG_CONFIG_PATH=DIR     another librdkafka (the directory holding its rdkafka.pc)
+#   SLUICE_USE_SYSTEM_LIBRDKAFKA=1  the system's librdkafka (gem install sluice -- --use-system-librdkafka)
+#   SLUICE_LIBRDKAFKA_ARCHIVE=PATH  the release archive to build from (offline installs); checked by SHA-256
+#   SLUICE_LIBRDKAFKA_JOBS=N        make -j for librdkafka (default: the number of CPUs)
+#   SLUICE_WERROR=1                 compiler warnings are errors (CI)
+#   SLUICE_SELECTOR=NAME            epoll, kqueue or poll (default: the first this system has)
+#   SLUICE_ASAN=1                   AddressSanitizer build (bin/asan)
+#   PKG_CONFIG_PATH=DIR             with the system's: another librdkafka (the directory holding its rdkafka.pc)
 
 def fail_build(message) = abort("sluice: #{message}")
 
 INSTALL_HINT = "install librdkafka >= 2.0 with its headers (Debian/Ubuntu: apt-get install librdkafka-dev; " \
-               "macOS: brew install librdkafka), or set PKG_CONFIG_PATH to the directory holding its rdkafka.pc"
+               "macOS: brew install librdkafka), or set PKG_CONFIG_PATH to the directory holding its rdkafka.pc; " \
+               "or build the bundled librdkafka (leave SLUICE_USE_SYSTEM_LIBRDKAFKA unset)"
+ROOT = File.expand_path("../..", __dir__)
+SYSTEM_LIBRDKAFKA = ENV["SLUICE_USE_SYSTEM_LIBRDKAFKA"] == "1" || arg_config("--use-system-librdkafka")
 
 # The selector backends, in order of preference; SLUICE_SELECTOR picks one.
 # The portable ones use POSIX only (a pipe to interrupt a wait), so
@@ -26,20 +35,38 @@ SELECTORS = {
 requested = ENV.fetch("SLUICE_SELECTOR", "")
 fail_build "SLUICE_SELECTOR=#{requested}: unknown backend (#{SELECTORS.keys.join(", ")})" unless requested.empty? || SELECTORS.key?(requested)
 
-pkg_config_command = with_config("pkg-config", RbConfig::CONFIG["PKG_CONFIG"] || "pkg-config")
-unless find_executable(pkg_config_command)
-  fail_build "pkg-config not found: it locates librdkafka. Install it (Debian/Ubuntu: apt-get install pkg-config; " \
-             "macOS: brew install pkg-config)"
-end
-
 # librdkafka's headers are third-party code: included as system headers, so
 # warnings in them (rdkafka.h of 2.15 has one) never fail a strict build, and
 # our own warnings stay as strict as they are.
-own_incflags = $INCFLAGS.dup
-fail_build "pkg-config knows no librdkafka (rdkafka.pc): #{INSTALL_HINT}" unless pkg_config("rdkafka")
-$INCFLAGS = own_incflags + Shellwords.split($INCFLAGS.delete_prefix(own_incflags)).map do |flag|
-  flag.start_with?("-I") ? " -isystem #{Shellwords.escape(flag.delete_prefix("-I"))}" : " #{Shellwords.escape(flag)}"
-end.join
+def system_librdkafka
+  pkg_config_command = with_config("pkg-config", RbConfig::CONFIG["PKG_CONFIG"] || "pkg-config")
+  unless find_executable(pkg_config_command)
+    fail_build "pkg-config not found: it locates librdkafka. Install it (Debian/Ubuntu: apt-get install pkg-config; " \
+               "macOS: brew install pkg-config)"
+  end
+  own_incflags = $INCFLAGS.dup
+  fail_build "pkg-config knows no librdkafka (rdkafka.pc): #{INSTALL_HINT}" unless pkg_config("rdkafka")
+  $INCFLAGS = own_incflags + Shellwords.split($INCFLAGS.delete_prefix(own_incflags)).map do |flag|
+    flag.start_with?("-I") ? " -isystem #{Shellwords.escape(flag.delete_prefix("-I"))}" : " #{Shellwords.escape(flag)}"
+  end.join
+end
+
+# The pinned release, built once (kept under tmp/librdkafka of the checkout or
+# the installed gem) and linked in whole: librdkafka.a, with its dependencies'
+# symbols kept out of the extension's exports (--exclude-libs), so an OpenSSL
+# linked in never stands in for the one Ruby's openssl extension loads.
+def bundled_librdkafka
+  build = SluiceBuild::Librdkafka.new(cache_root: File.join(ROOT, "tmp", "librdkafka"),
+                                      archive_dirs: [File.join(ROOT, "tmp", "librdkafka", "archives")]).build
+  $INCFLAGS << " -isystem #{Shellwords.escape(build.include_dir)}"
+  $LOCAL_LIBS << " #{Shellwords.escape(build.archive)} #{build.libs}"
+  $LDFLAGS << " -Wl,--exclude-libs,ALL" if RbConfig::CONFIG["host_os"].include?("linux")
+  message "sluice: librdkafka #{SluiceBuild::Librdkafka::VERSION} linked in, built with #{build.built_with.join(" ")}\n"
+rescue SluiceBuild::Librdkafka::Error => e
+  fail_build e.message
+end
+
+SYSTEM_LIBRDKAFKA ? system_librdkafka : bundled_librdkafka
 
 fail_build "librdkafka/rdkafka.h not found: #{INSTALL_HINT}" unless have_header("librdkafka/rdkafka.h")
 header_version = try_constant("RD_KAFKA_VERSION", "librdkafka/rdkafka.h")
@@ -47,7 +74,10 @@ version = header_version && [24, 16, 8].map { |shift| (header_version >> shift) 
 unless header_version && header_version >= 0x020000ff
   fail_build "librdkafka >= 2.0 required, found #{version || "an unknown version"}: #{INSTALL_HINT}"
 end
-message "sluice: librdkafka #{version} headers\n"
+if !SYSTEM_LIBRDKAFKA && version != SluiceBuild::Librdkafka::VERSION
+  fail_build "the bundled build wanted librdkafka #{SluiceBuild::Librdkafka::VERSION}, its headers say #{version}"
+end
+message "sluice: librdkafka #{version} headers (#{SYSTEM_LIBRDKAFKA ? "the system's" : "bundled"})\n"
 
 selector = if requested.empty?
              SELECTORS.find { |_, available| available.call }&.first

@@ -1,0 +1,192 @@
+# frozen_string_literal: true
+
+require "digest"
+require "etc"
+require "fileutils"
+require_relative "../../lib/sluice/version"
+
+module SluiceBuild
+  # Builds the pinned librdkafka (Sluice::LIBRDKAFKA) from its release
+  # archive with mini_portile2 and says how to link it into the extension:
+  # librdkafka.a itself, and its dependencies (OpenSSL, zstd, zlib) statically
+  # where this system has their static libraries, as librdkafka's own
+  # configure found them. The archive is checked against the pinned SHA-256
+  # before anything is unpacked. Each build is kept under cache_root, keyed by
+  # version and options, so a second extconf run does not build again.
+  class Librdkafka
+    VERSION = Sluice::LIBRDKAFKA.fetch(:version)
+    CHECKSUMS = Sluice::LIBRDKAFKA.fetch(:sha256)
+    RELEASE_URL = "https://github.com/confluentinc/librdkafka/archive/refs/tags/v#{VERSION}.tar.gz".freeze
+    ARCHIVE_ENV = "SLUICE_LIBRDKAFKA_ARCHIVE"
+
+    # Features built in: the compressions, SSL, SASL PLAIN/SCRAM/OAUTHBEARER.
+    # No libcurl (OIDC token fetching), the bundled lz4; GSSAPI only where
+    # Cyrus SASL is installed (configure's "try").
+    CONFIGURE = %w[--enable-static --enable-ssl --enable-zstd --disable-lz4-ext --disable-curl --disable-syslog].freeze
+
+    Result = Struct.new(:include_dir, :archive, :libs, :built_with, keyword_init: true)
+
+    class Error < StandardError; end
+
+    # @param cache_root [String] where builds and downloaded archives are kept
+    # @param archive_dirs [Array<String>] where to look for an archive before downloading
+    def initialize(cache_root:, archive_dirs: [], log: $stdout)
+      @cache_root = cache_root
+      @archive_dirs = archive_dirs
+      @log = log
+    end
+
+    # @return [Result]
+    # @raise [Error] with what to do about it
+    def build
+      prefix = File.join(@cache_root, "#{VERSION}-#{options_digest}")
+      done = File.join(prefix, "sluice-build.done")
+      if File.exist?(done)
+        say "librdkafka #{VERSION}: using the build in #{prefix}"
+      else
+        cook(archive, prefix)
+        File.write(done, Time.now.utc.to_s)
+      end
+      result(prefix)
+    end
+
+    private
+
+    def say(text) = @log.puts("sluice: #{text}")
+
+    def options_digest
+      Digest::SHA256.hexdigest([CONFIGURE, RbConfig::CONFIG["CC"], ENV.fetch("CC", ""), ENV.fetch("CFLAGS", "")].join("\n"))[0, 12]
+    end
+
+    # The archive to build from, verified: SLUICE_LIBRDKAFKA_ARCHIVE, else one
+    # found in archive_dirs, else the release archive downloaded.
+    def archive
+      given = ENV.fetch(ARCHIVE_ENV, "")
+      return verified(given, "#{ARCHIVE_ENV}=#{given}") unless given.empty?
+
+      found = @archive_dirs.flat_map { |dir| CHECKSUMS.keys.map { |name| File.join(dir, name) } }.find { |path| File.file?(path) }
+      return verified(found, found) if found
+
+      verified(download, RELEASE_URL)
+    end
+
+    def verified(path, source)
+      raise Error, "#{source}: no such file" unless File.file?(path)
+
+      actual = Digest::SHA256.file(path).hexdigest
+      known = CHECKSUMS.key(actual)
+      unless known
+        raise Error, "#{source} is not librdkafka #{VERSION} as pinned: its SHA-256 is #{actual}, expected one of " \
+                     "#{CHECKSUMS.map { |name, sum| "#{sum} (#{name})" }.join(", ")}. Nothing was unpacked."
+      end
+      say "librdkafka #{VERSION}: #{source} (SHA-256 verified: #{known})"
+      path
+    end
+
+    def download
+      require "net/http"
+      path = File.join(@cache_root, "archives", "v#{VERSION}.tar.gz")
+      return path if File.file?(path)
+
+      FileUtils.mkdir_p(File.dirname(path))
+      say "librdkafka #{VERSION}: downloading #{RELEASE_URL}"
+      fetch(URI(RELEASE_URL), "#{path}.part")
+      File.rename("#{path}.part", path)
+      path
+    rescue StandardError => e
+      FileUtils.rm_f("#{path}.part") if path
+      raise Error, "could not download #{RELEASE_URL} (#{e.class}: #{e.message}). Without network, download it " \
+                   "elsewhere and set #{ARCHIVE_ENV}=/path/to/v#{VERSION}.tar.gz (Debian's librdkafka_#{VERSION}.orig.tar.gz " \
+                   "works too), or build against the system's librdkafka with SLUICE_USE_SYSTEM_LIBRDKAFKA=1"
+    end
+
+    def fetch(uri, path, redirects = 5)
+      Net::HTTP.start(uri.host, uri.port, use_ssl: uri.scheme == "https", open_timeout: 30, read_timeout: 60) do |http|
+        http.request(Net::HTTP::Get.new(uri)) do |response|
+          case response
+          when Net::HTTPRedirection
+            raise "too many redirects" if redirects.zero?
+
+            return fetch(URI(response["location"]), path, redirects - 1)
+          when Net::HTTPSuccess then File.open(path, "wb") { |file| response.read_body { |chunk| file.write(chunk) } }
+          else raise "HTTP #{response.code}"
+          end
+        end
+      end
+    end
+
+    def cook(archive, prefix)
+      recipe = Recipe.new(archive, prefix)
+      say "librdkafka #{VERSION}: building (configure #{CONFIGURE.join(" ")}; make -j#{recipe.jobs}); logs under #{recipe.work_root}"
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      recipe.cook_here
+      say format("librdkafka %s: built in %.0f s into %s", VERSION, Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, prefix)
+    rescue RuntimeError => e
+      FileUtils.rm_rf(prefix) # nothing half-built stays to be mistaken for a build
+      raise Error, "building librdkafka #{VERSION} failed: #{e.message} (see the logs under #{recipe&.work_root}). " \
+                   "It needs a C compiler, make, and the headers of OpenSSL, zlib and zstd (Debian: libssl-dev " \
+                   "zlib1g-dev libzstd-dev); SLUICE_USE_SYSTEM_LIBRDKAFKA=1 uses an installed librdkafka instead"
+    end
+
+    # What to link: librdkafka.a, then its dependencies as librdkafka's
+    # configure resolved them (-Wl,-Bstatic around those it found static).
+    def result(prefix)
+      config = File.read(File.join(prefix, "sluice-Makefile.config"))
+      libs = config[/^LIBS\+?=\s*(.*)$/, 1].to_s.strip
+      built_with = config[/^BUILT_WITH\+?=\s*(.*)$/, 1].to_s.split
+      Result.new(include_dir: File.join(prefix, "include"), archive: File.join(prefix, "lib", "librdkafka.a"),
+                 libs: libs, built_with: built_with)
+    end
+  end
+
+  # mini_portile2's steps for librdkafka: its configure is mklove (not
+  # autoconf), and only the C library is built and installed.
+  class Recipe
+    attr_reader :jobs, :work_root
+
+    def initialize(archive, prefix)
+      begin
+        require "mini_portile2"
+      rescue LoadError
+        raise Librdkafka::Error, "building librdkafka needs the mini_portile2 gem (gem install mini_portile2; Debian: " \
+                                 "ruby-mini-portile2), or SLUICE_USE_SYSTEM_LIBRDKAFKA=1 for an installed librdkafka"
+      end
+      @archive = archive
+      @prefix = prefix
+      @work_root = "#{prefix}.work"
+      @jobs = Integer(ENV.fetch("SLUICE_LIBRDKAFKA_JOBS", Etc.nprocessors.to_s))
+    end
+
+    def cook_here
+      FileUtils.rm_rf(@work_root)
+      FileUtils.mkdir_p(@work_root)
+      portile = portile_class.new("librdkafka", Librdkafka::VERSION)
+      portile.files = [{ url: "file://#{File.expand_path(@archive)}", sha256: Digest::SHA256.file(@archive).hexdigest }]
+      portile.target = @work_root
+      portile.configure_options = ["--prefix=#{@prefix}", *Librdkafka::CONFIGURE]
+      portile.jobs = @jobs
+      Dir.chdir(@work_root) do # mini_portile2 unpacks under ./tmp
+        portile.cook
+        FileUtils.cp(portile.makefile_config, File.join(@prefix, "sluice-Makefile.config"))
+      end
+      FileUtils.rm_rf(@work_root)
+    end
+
+    private
+
+    def portile_class
+      Class.new(MiniPortile) do
+        attr_writer :jobs
+
+        # mklove: no --host; our own --prefix (the cache)
+        def computed_options = configure_options
+
+        def compile = execute("compile", [make_cmd, "-C", "src", "-j#{@jobs}"])
+
+        def install = execute("install", [make_cmd, "-C", "src", "install"])
+
+        def makefile_config = File.expand_path(File.join(work_path, "Makefile.config"))
+      end
+    end
+  end
+end
