@@ -11,6 +11,7 @@ require_relative "librdkafka_recipe"
 #   SLUICE_USE_SYSTEM_LIBRDKAFKA=1  the system's librdkafka (gem install sluice -- --use-system-librdkafka)
 #   SLUICE_LIBRDKAFKA_ARCHIVE=PATH  the release archive to build from (offline installs); checked by SHA-256
 #   SLUICE_LIBRDKAFKA_JOBS=N        make -j for librdkafka (default: the number of CPUs)
+#   SLUICE_LIBRDKAFKA_CACHE=DIR     where builds are kept (default: tmp/librdkafka of the checkout or gem)
 #   SLUICE_WERROR=1                 compiler warnings are errors (CI)
 #   SLUICE_SELECTOR=NAME            epoll, kqueue or poll (default: the first this system has)
 #   SLUICE_ASAN=1                   AddressSanitizer build (bin/asan)
@@ -56,8 +57,8 @@ end
 # symbols kept out of the extension's exports (--exclude-libs), so an OpenSSL
 # linked in never stands in for the one Ruby's openssl extension loads.
 def bundled_librdkafka
-  build = SluiceBuild::Librdkafka.new(cache_root: File.join(ROOT, "tmp", "librdkafka"),
-                                      archive_dirs: [File.join(ROOT, "tmp", "librdkafka", "archives")]).build
+  cache = ENV.fetch("SLUICE_LIBRDKAFKA_CACHE", File.join(ROOT, "tmp", "librdkafka"))
+  build = SluiceBuild::Librdkafka.new(cache_root: cache, archive_dirs: [File.join(cache, "archives")]).build
   $INCFLAGS << " -isystem #{Shellwords.escape(build.include_dir)}"
   $LOCAL_LIBS << " #{Shellwords.escape(build.archive)} #{build.libs}"
   $LDFLAGS << " -Wl,--exclude-libs,ALL" if RbConfig::CONFIG["host_os"].include?("linux")

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "open3"
+require "digest"
 require "tmpdir"
 
 # ext/sluice/extconf.rb refuses to build with a message that says what is
@@ -17,20 +18,22 @@ RSpec.describe "ext/sluice/extconf.rb" do
     end
   end
 
-  it "says when pkg-config is missing" do
-    output, ok = configure(extconf, "--with-pkg-config=/nonexistent/pkg-config")
+  system = { "SLUICE_USE_SYSTEM_LIBRDKAFKA" => "1" }
+
+  it "says when pkg-config is missing (with the system's librdkafka)" do
+    output, ok = configure(extconf, "--with-pkg-config=/nonexistent/pkg-config", env: system)
     expect(ok).to be(false)
     expect(output).to include("sluice: pkg-config not found", "apt-get install pkg-config")
   end
 
   it "says when pkg-config knows no librdkafka" do
-    output, ok = configure(extconf, env: { "PKG_CONFIG_PATH" => "/nonexistent", "PKG_CONFIG_LIBDIR" => "/nonexistent" })
+    output, ok = configure(extconf, env: system.merge("PKG_CONFIG_PATH" => "/nonexistent", "PKG_CONFIG_LIBDIR" => "/nonexistent"))
     expect(ok).to be(false)
     expect(output).to include("sluice: pkg-config knows no librdkafka", "librdkafka-dev", "PKG_CONFIG_PATH")
   end
 
   it "refuses librdkafka headers older than 2.0" do
-    output, ok = configure(extconf, env: { "PKG_CONFIG_PATH" => "fake" }) do |dir|
+    output, ok = configure(extconf, env: system.merge("PKG_CONFIG_PATH" => "fake")) do |dir|
       FileUtils.mkdir_p(File.join(dir, "fake/include/librdkafka"))
       File.write(File.join(dir, "fake/include/librdkafka/rdkafka.h"), "#define RD_KAFKA_VERSION 0x010903ff\n")
       File.write(File.join(dir, "fake/rdkafka.pc"), <<~PC)
@@ -43,6 +46,37 @@ RSpec.describe "ext/sluice/extconf.rb" do
     end
     expect(ok).to be(false)
     expect(output).to include("sluice: librdkafka >= 2.0 required, found 1.9.3")
+  end
+
+  it "takes the system's librdkafka with gem install's --use-system-librdkafka too" do
+    output, ok = configure(extconf, "--use-system-librdkafka", "--with-pkg-config=/nonexistent/pkg-config")
+    expect([ok, output]).to match([false, a_string_including("sluice: pkg-config not found")])
+  end
+
+  describe "the bundled librdkafka's archive" do
+    pinned = Sluice::LIBRDKAFKA.fetch(:version)
+
+    # A scratch cache: the checkout's build must not answer for these.
+    def configure_bundled(extconf, env)
+      Dir.mktmpdir("sluice-cache-") { |cache| configure(extconf, env: env.merge("SLUICE_LIBRDKAFKA_CACHE" => cache)) }
+    end
+
+    it "is refused when its SHA-256 is not the pinned one, naming both, and nothing is unpacked" do
+      Dir.mktmpdir do |dir|
+        corrupt = File.join(dir, "v#{pinned}.tar.gz")
+        File.write(corrupt, "not librdkafka")
+        output, ok = configure_bundled(extconf, "SLUICE_LIBRDKAFKA_ARCHIVE" => corrupt)
+        expect(ok).to be(false)
+        expect(output).to include("is not librdkafka #{pinned} as pinned: its SHA-256 is #{Digest::SHA256.hexdigest("not librdkafka")}",
+                                  Sluice::LIBRDKAFKA.fetch(:sha256).values.first, "Nothing was unpacked")
+        expect(output).not_to include("Extracting")
+      end
+    end
+
+    it "names the file when SLUICE_LIBRDKAFKA_ARCHIVE points nowhere" do
+      output, ok = configure_bundled(extconf, "SLUICE_LIBRDKAFKA_ARCHIVE" => "/nonexistent/librdkafka.tar.gz")
+      expect([ok, output]).to match([false, a_string_including("SLUICE_LIBRDKAFKA_ARCHIVE=/nonexistent/librdkafka.tar.gz: no such file")])
+    end
   end
 
   it "refuses an unknown or unavailable SLUICE_SELECTOR" do
