@@ -22,12 +22,22 @@ module Sluice
         self
       end
 
+      # librdkafka's prefetch pauses once the consumer queue holds
+      # queued.min.messages (100,000) or queued.max.messages.kbytes (64 MB of
+      # payload), then waits fetch.queue.backoff.ms (1,000) before it looks
+      # again: a reader faster than one queue-full per second idles. 10 ms
+      # keeps those bounds and reads at full speed (one consumer, 100-byte
+      # messages, bundled 2.14.2: each_message 152k -> 839k msg/s). Older
+      # librdkafka (the system's, < 2.2) has no such setting.
+      PREFETCH_BACKOFF_MS = "10"
+
       # What librdkafka gets: the properties as given, with the offset store
-      # left to sluice (offsets are stored once a message was processed) unless
-      # the application chose otherwise.
+      # left to sluice (offsets are stored once a message was processed) and
+      # a short prefetch backoff, unless the application chose otherwise.
       def kafka_pairs
         pairs = super
         pairs << ["enable.auto.offset.store", "false"] unless kafka_setting("enable.auto.offset.store")
+        pairs << ["fetch.queue.backoff.ms", PREFETCH_BACKOFF_MS] if prefetch_backoff?
         pairs
       end
 
@@ -38,6 +48,14 @@ module Sluice
 
       # librdkafka's max.poll.interval.ms (its default when not given).
       def max_poll_interval_ms = Integer(kafka_setting("max.poll.interval.ms") || 300_000)
+
+      private
+
+      def prefetch_backoff?
+        return false if kafka_setting("fetch.queue.backoff.ms")
+
+        Gem::Version.new(Sluice.librdkafka_version) >= Gem::Version.new("2.2.0")
+      end
     end
   end
 end
