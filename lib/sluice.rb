@@ -3,6 +3,7 @@
 require "logger"
 require_relative "sluice/version"
 require_relative "sluice/errors"
+require_relative "sluice/clock"
 require_relative "sluice/sluice_ext"
 require_relative "sluice/kafka_error"
 require_relative "sluice/blocking"

@@ -12,6 +12,8 @@ module Sluice
   # cannot sleep: nobody else would deliver the report. It has the poll state
   # serve the queue instead.
   class DeliveryNotifier
+    include Clock
+
     attr_reader :max_wait_timeout
 
     def initialize(max_wait_timeout)
@@ -86,7 +88,5 @@ module Sluice
       end
       handle.report
     end
-
-    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 end

@@ -101,9 +101,9 @@ module Sluice
     def timed(listeners, name, payload)
       return yield if listeners.empty?
 
-      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      started = Clock.now
       result = yield
-      payload[:time] = (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000
+      payload[:time] = (Clock.now - started) * 1000
       publish(listeners, name, payload)
       result
     end

@@ -13,6 +13,8 @@ module Sluice
   # Always #close a producer: it flushes and releases the native handle (one
   # left open is closed at exit, see Shutdown).
   class Producer
+    include Clock
+
     include Transactions
     include Lifecycle
     include Batches
@@ -255,7 +257,5 @@ module Sluice
         sleep(backoff / 1000.0)
       end
     end
-
-    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 end

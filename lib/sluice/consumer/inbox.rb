@@ -21,6 +21,8 @@ module Sluice
     # or rewound, it is given back (#give_back): dropped, and librdkafka goes
     # back to it.
     class Inbox
+      include Clock
+
       EMPTY = [].freeze
       # Items taken from the queue per drain, and the time that may take (ms).
       DRAIN_ITEMS = 2_000
@@ -298,8 +300,6 @@ module Sluice
         left = deadline ? [deadline - now, @keepalive].min : @keepalive
         @io_lock.synchronize { @io&.wait_readable(left) if left.positive? && !@stopped }
       end
-
-      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

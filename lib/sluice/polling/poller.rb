@@ -19,6 +19,8 @@ module Sluice
     # fires the poller.* events. The thread starts with the first client and
     # stops after the last one leaves.
     class Poller
+      include Clock
+
       MAX_BACKOFF = 1.0
       DEFAULT_PERIOD = 1.0
 
@@ -293,8 +295,6 @@ module Sluice
         @states.each_value { |state| state.instrument("error.occurred", type: "poller.error", error: error, poller_id: @id) }
         sleep([0.01 * (2**@failures), MAX_BACKOFF].min)
       end
-
-      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

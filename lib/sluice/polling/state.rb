@@ -12,6 +12,8 @@ module Sluice
     # happens here, after the native call returned, so an exception can never
     # unwind through librdkafka.
     class State
+      include Clock
+
       # How long one #pump blocks (ms).
       PUMP_MS = 10
 
@@ -241,8 +243,6 @@ module Sluice
           @client.oauthbearer_set_token_failure("no oauthbearer.token_refresh listener to provide a token")
         end
       end
-
-      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

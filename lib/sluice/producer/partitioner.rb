@@ -6,6 +6,8 @@ module Sluice
     # partitioner, so a key other than the message key can pick the partition.
     # Partition counts come from metadata, cached for a while per topic.
     class Partitioner
+      include Clock
+
       COUNT_TTL = 30 # seconds
 
       def initialize(client, timeout_ms)
@@ -33,10 +35,6 @@ module Sluice
         @counts[topic] = [count, now + COUNT_TTL]
         count
       end
-
-      private
-
-      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end
