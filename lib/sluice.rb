@@ -37,8 +37,13 @@ require_relative "sluice/consumer/rebalancer"
 require_relative "sluice/consumer/inbox"
 require_relative "sluice/consumer/lifecycle"
 require_relative "sluice/consumer"
+require_relative "sluice/admin/config"
+require_relative "sluice/admin/requests"
+require_relative "sluice/admin/lifecycle"
+require_relative "sluice/admin/groups"
+require_relative "sluice/admin"
 
-# Kafka producers and consumers over librdkafka, with every client's events polled from one thread.
+# Kafka producers, consumers and admin clients over librdkafka, with every client's events polled from one thread.
 module Sluice
   autoload :ProducerPool, File.expand_path("sluice/producer_pool", __dir__) # needs the connection_pool gem: loaded when used
 

@@ -141,7 +141,7 @@ client_t *sluice_client_get(VALUE self) {
 
 client_t *sluice_client_open(VALUE self) {
     client_t *c = sluice_client_get(self);
-    const char *kind = c->kind == RD_KAFKA_CONSUMER ? "consumer" : "producer";
+    const char *kind = c->kind == RD_KAFKA_CONSUMER ? "consumer" : rb_obj_is_kind_of(self, sluice_cAdmin) ? "admin" : "producer";
     if (sluice_forked(c->pid))
         rb_raise(sluice_eForked, "this %s was created in process %d and cannot be used in forked process %d; "
                  "create a new %s in the child", kind, (int)c->pid, (int)sluice_current_pid, kind);

@@ -9,7 +9,7 @@
  *   drain.c         the main queue: non-blocking drain, blocking wait, wake-up pipe
  *   produce.c       message validation, topic handles, in-flight table, produce/flush/purge
  *   transactions.c  the transactional API
- *   admin.c         metadata (partition counts) and topic creation
+ *   admin.c         Sluice::Native::Admin: admin requests and their results; partition counts
  *   consumer.c      Sluice::Native::Consumer: subscriptions, rebalances, closing
  *   consume.c       the consumer queue: messages, offsets, positions
  *   relay.c         a consumer's main-queue events, relayed so serving them is no "poll"
@@ -71,6 +71,7 @@ typedef struct {
 } client_t;
 
 extern VALUE sluice_cClient;
+extern VALUE sluice_cAdmin;
 
 client_t *sluice_client_get(VALUE self);
 /* The struct of a usable handle; raises for a closed one or one inherited through fork. */
@@ -153,6 +154,9 @@ void sluice_relay_set_pipe(relay_t *r, int wake_w);
 size_t sluice_relay_find_logs(relay_t *r, const char *fac, const char *needle, char *buf, size_t size);
 void sluice_relay_close(relay_t *r);
 void sluice_relay_free(relay_t *r);
+
+/* admin.c: an admin request's result event -> [request_id, code, message, payload]; Qundef for other events. */
+VALUE sluice_admin_result(rd_kafka_event_t *ev);
 
 void sluice_init_drain(VALUE klass);
 void sluice_init_admin(VALUE klass);

@@ -11,7 +11,7 @@
 #include <poll.h>
 #include <unistd.h>
 
-static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log, sym_offset_commit;
+static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log, sym_offset_commit, sym_admin_result;
 /* DeliveryHandle's fields (lib/sluice/delivery_handle.rb): a delivery is recorded here */
 static ID id_iv_partition, id_iv_offset;
 
@@ -71,8 +71,11 @@ static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks
         push4(batch, sym_log, INT2FIX(level), sluice_str_or_nil(fac), sluice_str_or_nil(str));
         break;
     }
-    default:
+    default: { /* an admin request's result (admin.c) */
+        VALUE result = sluice_admin_result(ev);
+        if (result != Qundef) push4(batch, sym_admin_result, result, Qnil, Qnil);
         break;
+    }
     }
 }
 
@@ -135,6 +138,7 @@ static void empty_pipe(int fd) {
  *   :oauthbearer_token_refresh, config, nil, nil
  *   :log, level, facility, message
  *   :offset_commit, code, [[topic, partition, offset, err], ...], nil   (consumers)
+ *   :admin_result, [request_id, code, message, payload], nil, nil   (admin clients, see admin.c)
  * #exhausted? then tells whether the budget ran out with events left.
  */
 static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
@@ -280,6 +284,7 @@ void sluice_init_drain(VALUE klass) {
     sym_oauthbearer_token_refresh = ID2SYM(rb_intern("oauthbearer_token_refresh"));
     sym_log = ID2SYM(rb_intern("log"));
     sym_offset_commit = ID2SYM(rb_intern("offset_commit"));
+    sym_admin_result = ID2SYM(rb_intern("admin_result"));
     id_iv_partition = rb_intern("@partition");
     id_iv_offset = rb_intern("@offset");
 }

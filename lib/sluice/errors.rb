@@ -46,6 +46,24 @@ module Sluice
     # A consumer call the broker or librdkafka refused (commit, seek, ...).
     ConsumerError = Class.new(KafkaCallError)
 
+    # The admin client is closed.
+    AdminClosedError = Class.new(ClientClosedError)
+
+    # An admin call the broker or librdkafka refused (#kafka_error tells why).
+    AdminError = Class.new(KafkaCallError)
+    # create_topic: the topic exists.
+    TopicAlreadyExistsError = Class.new(AdminError)
+    # The topic does not exist.
+    UnknownTopicError = Class.new(AdminError)
+    # The consumer group does not exist.
+    UnknownGroupError = Class.new(AdminError)
+    # reset_offsets or delete_group while the group has members.
+    GroupNotEmptyError = Class.new(AdminError)
+    # No answer within the admin client's max_wait_timeout.
+    AdminTimeoutError = Class.new(AdminError)
+    # The broker refused the arguments (partition count, replication factor, settings, topic name).
+    InvalidAdminRequestError = Class.new(AdminError)
+
     # transaction_mark_as_consumed outside a transaction block.
     TransactionRequiredError = Class.new(BaseError)
 

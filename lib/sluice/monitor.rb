@@ -40,6 +40,11 @@ module Sluice
       consumer.closed
       poller.consumer_registered
       poller.consumer_unregistered
+      admin.connected
+      admin.request
+      admin.closed
+      poller.admin_registered
+      poller.admin_unregistered
     ].freeze
 
     # What a listener receives: the event's name and its payload (a Hash).

@@ -31,13 +31,15 @@ module Sluice
       attr_accessor :token
 
       # @param kind [Symbol] :producer (names events and payload keys)
-      def initialize(kind:, client_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:)
+      # @param results [#deliver, nil] where an admin client's request results go
+      def initialize(kind:, client_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:, results: nil)
         @kind = kind
         @client_id = client_id
         @id_key = :"#{kind}_id"
         @client = client
         @monitor = monitor
         @notifier = notifier
+        @results = results
         @logger = logger
         @max_time = max_time
         @periodic_poll_interval = periodic_poll_interval
@@ -218,6 +220,7 @@ module Sluice
         when :statistics then statistics(a)
         when :oauthbearer_token_refresh then token_refresh(a)
         when :offset_commit then offsets_committed(a, b)
+        when :admin_result then @results&.deliver(a)
         when :log then @logger.add(LOG_SEVERITIES.fetch(a, Logger::INFO), "[#{@client_id}] #{b}: #{c}")
         end
       end

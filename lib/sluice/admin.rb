@@ -1,0 +1,223 @@
+# frozen_string_literal: true
+
+module Sluice
+  # Topics, configs, consumer groups and the cluster, over librdkafka's admin API.
+  #
+  #   admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": "127.0.0.1:9092" } }
+  #   admin.create_topic("events", partitions: 6, replication_factor: 3)
+  #   admin.lag("billing") # => { "events" => { 0 => 12, ... } }
+  #   admin.close
+  #
+  # The third kind of client on the shared engine: requests answer on the
+  # client's main queue, served by the poller (:fd) or the client's own
+  # polling thread (:thread), so an Admin adds no Ruby thread in :fd mode and
+  # a call waiting for its result lets other fibers run. Every call is bounded
+  # by max_wait_timeout; a refused call raises a named Errors::AdminError
+  # carrying the KafkaError.
+  class Admin
+    include Lifecycle
+    include Groups
+
+    RESOURCE_TOPIC = 2 # rd_kafka_ResourceType_t
+    RESOURCE_BROKER = 4
+    # rd_kafka_ConfigSource_t of settings made on the resource itself (what AlterConfigs replaces)
+    DYNAMIC_SOURCE = { RESOURCE_TOPIC => 1, RESOURCE_BROKER => 2 }.freeze
+    TIMED_OUT = KafkaError.number_for(:timed_out)
+
+    ERRORS = {
+      topic_already_exists: Errors::TopicAlreadyExistsError,
+      unknown_topic_or_part: Errors::UnknownTopicError,
+      unknown_topic: Errors::UnknownTopicError,
+      unknown_partition: Errors::UnknownTopicError,
+      group_id_not_found: Errors::UnknownGroupError,
+      non_empty_group: Errors::GroupNotEmptyError,
+      unknown_member_id: Errors::GroupNotEmptyError, # offsets altered while members are in the group
+      timed_out: Errors::AdminTimeoutError,
+      request_timed_out: Errors::AdminTimeoutError,
+      invalid_arg: Errors::InvalidAdminRequestError,
+      invalid_partitions: Errors::InvalidAdminRequestError,
+      invalid_replication_factor: Errors::InvalidAdminRequestError,
+      invalid_config: Errors::InvalidAdminRequestError,
+      invalid_request: Errors::InvalidAdminRequestError,
+      topic_exception: Errors::InvalidAdminRequestError,
+      policy_violation: Errors::InvalidAdminRequestError
+    }.freeze
+    private_constant :RESOURCE_TOPIC, :RESOURCE_BROKER, :DYNAMIC_SOURCE, :TIMED_OUT, :ERRORS
+
+    attr_reader :id, :config, :monitor
+
+    # @yieldparam config [Admin::Config]
+    # @raise [Errors::ConfigurationInvalidError]
+    def initialize
+      @config = Config.new
+      yield @config if block_given?
+      @config.validate!.freeze
+      @id = @config.id
+      @monitor = @config.monitor || Monitor.new(logger: @config.logger)
+      @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
+      @lifecycle = Mutex.new
+      @requests = Requests.new
+      @closed = false
+      connect
+      Shutdown.track(self)
+    end
+
+    # @param config [Hash] topic settings ("cleanup.policy" => "compact")
+    # @raise [Errors::TopicAlreadyExistsError, Errors::InvalidAdminRequestError]
+    def create_topic(name, partitions: 1, replication_factor: 1, config: {})
+      name = topic_name(name)
+      count!(partitions, "partitions")
+      count!(replication_factor, "replication_factor")
+      pairs = settings(config, "config")
+      result = request(:create_topic, name) { |client, id, ms| client.create_topic(id, ms, name, partitions, replication_factor, pairs) }
+      check_items!(:create_topic, name, result)
+      nil
+    end
+
+    # Grows a topic to `total` partitions (the new total, not how many to add).
+    def create_partitions(name, total)
+      name = topic_name(name)
+      count!(total, "total")
+      check_items!(:create_partitions, name, request(:create_partitions, name) { |client, id, ms| client.create_partitions(id, ms, name, total) })
+      nil
+    end
+
+    # @raise [Errors::UnknownTopicError]
+    def delete_topic(name)
+      name = topic_name(name)
+      check_items!(:delete_topic, name, request(:delete_topic, name) { |client, id, ms| client.delete_topic(id, ms, name) })
+      nil
+    end
+
+    # The cluster's topic names, sorted, without internal ones (__consumer_offsets).
+    def topics = describe_all(:topics, nil)[:topics].keys.reject { |name| name.start_with?("__") }.sort
+
+    # @return [Hash] { name:, partitions: [{ partition:, leader:, replicas:, isr: }] }
+    # @raise [Errors::UnknownTopicError]
+    def describe_topic(name)
+      name = topic_name(name)
+      partitions = describe_all(:describe_topic, name)[:topics].fetch(name) do
+        fail!(:describe_topic, name, KafkaError.number_for(:unknown_topic_or_part), "no topic #{name}")
+      end
+      { name: name, partitions: partitions }
+    end
+
+    # @return [Hash] { cluster_id:, controller_id:, brokers: [{ id:, host:, port: }] }
+    def cluster = describe_all(:cluster, nil).slice(:cluster_id, :controller_id, :brokers)
+
+    # Every setting of a topic or broker: { name => value } (a sensitive value is nil).
+    # @example admin.describe_configs(topic: "events"); admin.describe_configs(broker: 1)
+    def describe_configs(topic: nil, broker: nil)
+      type, name = resource(topic, broker)
+      config_entries(type, name).to_h { |entry| entry.first(2) }
+    end
+
+    # Sets and deletes settings of a topic or broker, leaving the others as they are.
+    # (librdkafka 2.0.2 has no IncrementalAlterConfigs: the settings made on the
+    # resource are read, changed and written back whole.)
+    def alter_configs(topic: nil, broker: nil, set: {}, delete: [])
+      type, name = resource(topic, broker)
+      set = settings(set, "set")
+      raise ArgumentError, "delete takes an Array of setting names, got #{delete.inspect}" unless delete.is_a?(Array)
+
+      merged = dynamic_settings(type, name).merge(set.to_h).except(*delete.map(&:to_s))
+      result = request(:alter_configs, name) { |client, id, ms| client.alter_configs(id, ms, type, name, merged.to_a) }
+      check_items!(:alter_configs, name, result)
+      nil
+    end
+
+    # @return [Array(Integer, Integer)] [low, high]
+    # @raise [Errors::UnknownTopicError]
+    def watermark_offsets(topic, partition)
+      topic = topic_name(topic)
+      partition!(partition)
+      code, low, high = blocking(:watermark_offsets, topic) { |client, ms| client.watermarks(topic, partition, ms) }
+      fail!(:watermark_offsets, "#{topic}/#{partition}", code, nil) unless code.zero?
+      [low, high]
+    end
+
+    # The first offset of each partition whose message is at or after `time`;
+    # -1 where there is none (the partition's next offset comes later).
+    # @return [Hash] { partition => offset }
+    def offsets_for_time(topic, time)
+      topic = topic_name(topic)
+      raise ArgumentError, "offsets_for_time takes a Time, got #{time.inspect}" unless time.is_a?(Time)
+
+      ms = (time.to_r * 1000).to_i
+      query = describe_topic(topic)[:partitions].map { |partition| [topic, partition[:partition], ms] }
+      code, found = blocking(:offsets_for_time, topic) { |client, timeout| client.offsets_for_times(query, timeout) }
+      fail!(:offsets_for_time, topic, code, nil) unless code.zero?
+      check_partitions!(:offsets_for_time, topic, found).to_h { |_, partition, offset| [partition, offset] }
+    end
+
+    def inspect = "#<#{self.class.name} #{@id.inspect}#{" closed" if @closed}>"
+
+    private
+
+    # Metadata of the whole cluster (librdkafka 2.0.2 has no DescribeTopics or DescribeCluster).
+    def describe_all(action, subject)
+      code, topics, brokers, cluster_id, controller_id = blocking(action, subject) { |client, ms| client.describe(ms) }
+      fail!(action, subject, code, nil) unless code.zero?
+      { topics: topics.select { |_, error, _| error.zero? }.to_h { |name, _, partitions| [name, partitions.map { |p| partition_info(p) }] },
+        brokers: brokers.map { |id, host, port| { id: id, host: host, port: port } },
+        cluster_id: cluster_id, controller_id: controller_id }
+    end
+
+    def partition_info((partition, leader, replicas, isr))
+      { partition: partition, leader: leader, replicas: replicas, isr: isr }
+    end
+
+    def resource(topic, broker)
+      raise ArgumentError, "give one of topic: or broker:" unless topic.nil? ^ broker.nil?
+      return [RESOURCE_TOPIC, topic_name(topic)] if topic
+      raise ArgumentError, "broker: takes a broker id (Integer), got #{broker.inspect}" unless broker.is_a?(Integer)
+
+      [RESOURCE_BROKER, broker.to_s]
+    end
+
+    # [[name, value, source, read_only, default, sensitive], ...]
+    def config_entries(type, name)
+      result = request(:describe_configs, name) { |client, id, ms| client.describe_configs(id, ms, type, name) }
+      check_items!(:describe_configs, name, result).flat_map(&:last)
+    end
+
+    # What was set on the resource itself: what AlterConfigs would otherwise reset.
+    def dynamic_settings(type, name)
+      config_entries(type, name).select { |entry| entry[2] == DYNAMIC_SOURCE.fetch(type) }.to_h do |setting, value, *, sensitive|
+        # The broker never shows a sensitive value: writing the others back would drop it.
+        sensitive!(name, setting) if sensitive && value.nil?
+        [setting, value]
+      end
+    end
+
+    def sensitive!(name, setting)
+      fail!(:alter_configs, name, KafkaError.number_for(:invalid_arg), "#{setting} is sensitive and unreadable: set it again in set:")
+    end
+
+    def check_partitions!(action, subject, partitions)
+      partitions.each { |_, _, _, code| fail!(action, subject, code, nil) unless code.zero? }
+    end
+
+    def topic_name(name)
+      raise ArgumentError, "a topic name must be a non-empty String or Symbol, got #{name.inspect}" unless
+        (name.is_a?(String) || name.is_a?(Symbol)) && !name.empty?
+
+      name.to_s
+    end
+
+    def count!(value, what)
+      raise ArgumentError, "#{what} must be a positive Integer, got #{value.inspect}" unless value.is_a?(Integer) && value.positive?
+    end
+
+    def partition!(value)
+      raise ArgumentError, "a partition must be an Integer >= 0, got #{value.inspect}" unless value.is_a?(Integer) && !value.negative?
+    end
+
+    # { name => value } -> [[String, String], ...]
+    def settings(hash, what)
+      raise ArgumentError, "#{what} takes a Hash of settings, got #{hash.inspect}" unless hash.is_a?(Hash)
+
+      hash.map { |name, value| [name.to_s, value.to_s] }
+    end
+  end
+end

@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+module Sluice
+  class Admin
+    # Settings of one admin client, filled in the block given to Admin.new and
+    # frozen once valid.
+    class Config < ClientConfig
+      # How long (ms) one admin call may take, its round trips to the brokers included.
+      attr_accessor :max_wait_timeout
+
+      def initialize
+        super
+        @max_wait_timeout = 30_000
+      end
+
+      def validate!
+        super
+        positive!(:max_wait_timeout, @max_wait_timeout)
+        self
+      end
+    end
+  end
+end

@@ -1,0 +1,122 @@
+# frozen_string_literal: true
+
+module Sluice
+  class Admin
+    # Consumer groups: what they are, what they committed, how far behind they
+    # are, and moving their offsets.
+    module Groups
+      # librdkafka's state names -> Symbols
+      STATES = { "Unknown" => :unknown, "PreparingRebalance" => :preparing_rebalance, "CompletingRebalance" => :completing_rebalance,
+                 "Stable" => :stable, "Dead" => :dead, "Empty" => :empty }.freeze
+      # A group with no member: its offsets may be moved (Dead: it has none yet).
+      IDLE = %i[empty dead].freeze
+
+      # The consumer groups' ids, sorted.
+      def groups = request(:groups, nil) { |client, id, ms| client.list_groups(id, ms) }.map(&:first).sort
+
+      # @return [Hash] { state:, protocol:, members: [{ member_id:, client_id:, host:, assignment: { topic => [partition, ...] } }] }
+      # @raise [Errors::UnknownGroupError]
+      def describe_group(group)
+        group = group_id(group)
+        description = group_description(group)
+        return description unless description[:state] == :dead
+
+        fail!(:describe_group, group, KafkaError.number_for(:group_id_not_found), "no group #{group}")
+      end
+
+      # @return [Hash] { topic => { partition => offset } } (empty for an unknown group)
+      def committed_offsets(group)
+        group = group_id(group)
+        partitions = group_partitions(:committed_offsets, group) { |client, id, ms| client.list_group_offsets(id, ms, group) }
+        partitions.each_with_object({}) do |(topic, partition, offset), out|
+          (out[topic] ||= {})[partition] = offset unless offset.negative?
+        end
+      end
+
+      # How far the group is behind: { topic => { partition => high watermark - committed } }
+      def lag(group)
+        committed_offsets(group).to_h do |topic, offsets|
+          [topic, offsets.to_h { |partition, offset| [partition, watermark_offsets(topic, partition).last - offset] }]
+        end
+      end
+
+      # Moves the group's committed offsets on a topic: to :earliest, :latest,
+      # the first message at or after a Time, or { partition => offset }.
+      # @return [Hash] { partition => offset } as committed
+      # @raise [Errors::GroupNotEmptyError] while the group has members
+      def reset_offsets(group, topic, target)
+        group = group_id(group)
+        topic = topic_name(topic)
+        offsets = target_offsets(topic, target)
+        idle!(group)
+        payload = offsets.map { |partition, offset| [topic, partition, offset] }
+        group_partitions(:reset_offsets, group) { |client, id, ms| client.alter_group_offsets(id, ms, group, payload) }
+        offsets
+      end
+
+      # @raise [Errors::UnknownGroupError, Errors::GroupNotEmptyError]
+      def delete_group(group)
+        group = group_id(group)
+        check_items!(:delete_group, group, request(:delete_group, group) { |client, id, ms| client.delete_group(id, ms, group) })
+        nil
+      end
+
+      private
+
+      def group_description(group)
+        result = request(:describe_group, group) { |client, id, ms| client.describe_group(id, ms, group) }
+        _, _, _, state, protocol, members = check_items!(:describe_group, group, result).first
+        { state: STATES.fetch(state, :unknown), protocol: protocol, members: members.map { |member| member_info(member) } }
+      end
+
+      def member_info((member_id, client_id, host, assignment))
+        { member_id: member_id, client_id: client_id, host: host,
+          assignment: assignment.group_by(&:first).transform_values { |list| list.map { |entry| entry[1] } } }
+      end
+
+      # The partitions of a group result, each checked.
+      def group_partitions(action, group, &block)
+        check_items!(action, group, request(action, group, &block)).flat_map(&:last).each do |topic, partition, _, code|
+          fail!(action, "#{group} #{topic}/#{partition}", code, nil) unless code.zero?
+        end
+      end
+
+      def idle!(group)
+        state = group_description(group)[:state]
+        return if IDLE.include?(state)
+
+        fail!(:reset_offsets, group, KafkaError.number_for(:non_empty_group), "group #{group} is #{state}: stop its consumers first")
+      end
+
+      def target_offsets(topic, target)
+        case target
+        when :earliest then partitions_of(topic).to_h { |partition| [partition, watermark_offsets(topic, partition).first] }
+        when :latest then partitions_of(topic).to_h { |partition| [partition, watermark_offsets(topic, partition).last] }
+        when Time then offsets_for_time(topic, target).to_h { |partition, offset| [partition, offset_or_end(topic, partition, offset)] }
+        when Hash then explicit_offsets(target)
+        else raise ArgumentError, "reset_offsets takes :earliest, :latest, a Time or { partition => offset }, got #{target.inspect}"
+        end
+      end
+
+      # No message at or after the time: the partition's end, where the next one will be.
+      def offset_or_end(topic, partition, offset) = offset.negative? ? watermark_offsets(topic, partition).last : offset
+
+      def explicit_offsets(offsets)
+        raise ArgumentError, "reset_offsets needs at least one partition" if offsets.empty?
+
+        offsets.each do |partition, offset|
+          partition!(partition)
+          raise ArgumentError, "an offset must be an Integer >= 0, got #{offset.inspect}" unless offset.is_a?(Integer) && !offset.negative?
+        end
+      end
+
+      def partitions_of(topic) = describe_topic(topic)[:partitions].map { |partition| partition[:partition] }
+
+      def group_id(group)
+        raise ArgumentError, "a group id must be a non-empty String, got #{group.inspect}" unless group.is_a?(String) && !group.empty?
+
+        group
+      end
+    end
+  end
+end

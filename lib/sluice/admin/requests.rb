@@ -1,0 +1,75 @@
+# frozen_string_literal: true
+
+module Sluice
+  class Admin
+    # The admin requests in flight and their results, matched by number.
+    #
+    # A request goes out with its number as librdkafka's opaque; its result
+    # comes back on the client's main queue, which the poller (or the polling
+    # thread) drains: #deliver runs there and wakes the caller, who waits on a
+    # ConditionVariable (a waiting fiber lets the others run). A result nobody
+    # waits for any more (timed out, interrupted) is dropped.
+    class Requests
+      def initialize
+        @mutex = Mutex.new
+        @arrived = ConditionVariable.new
+        @next_id = 0
+        @pending = {} # id => result, nil until it arrives
+        @closed = false
+      end
+
+      # A number for the next request, waited for until #forget.
+      def open
+        @mutex.synchronize do
+          @next_id += 1
+          @pending[@next_id] = nil
+          @next_id
+        end
+      end
+
+      # From the poll: result is [id, error_code, message, payload].
+      def deliver(result)
+        @mutex.synchronize do
+          next unless @pending.key?(result.first)
+
+          @pending[result.first] = result
+          @arrived.broadcast
+        end
+      end
+
+      # The result of request id ([error_code, message, payload]), :closed once
+      # #close was called, or nil when timeout_ms passed first.
+      def wait(id, timeout_ms)
+        deadline = now + (timeout_ms / 1000.0)
+        @mutex.synchronize do
+          until (result = @pending[id])
+            return :closed if @closed
+
+            left = deadline - now
+            return nil if left <= 0
+
+            @arrived.wait(@mutex, left)
+          end
+          result.drop(1)
+        end
+      end
+
+      # Without waiting: the result if it arrived (a wait on the polling thread serves the queue itself).
+      def result(id) = @mutex.synchronize { @pending[id]&.drop(1) }
+
+      def forget(id) = @mutex.synchronize { @pending.delete(id) }
+
+      # Wakes every waiter: their client is gone.
+      def close
+        @mutex.synchronize do
+          @closed = true
+          @arrived.broadcast
+        end
+      end
+
+      private
+
+      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end
