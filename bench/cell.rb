@@ -103,9 +103,12 @@ module Bench
     end
 
     def ensure_topic
-      admin = Sluice::Native::Producer.new([["bootstrap.servers", @opts[:brokers]]])
-      admin.create_topics([[@topic, 1, nil]], 30_000)
-      admin.destroy
+      admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": @opts[:brokers] } }
+      admin.create_topic(@topic)
+    rescue Sluice::Errors::TopicAlreadyExistsError
+      nil
+    ensure
+      admin&.close
     end
 
     # Returns [start time, produce stamps per producer, handles per producer].

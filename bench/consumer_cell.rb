@@ -354,9 +354,10 @@ module Bench
     end
 
     def admin_create(topic, partitions)
-      admin = Sluice::Native::Producer.new([["bootstrap.servers", @opts[:brokers]]])
-      admin.create_topics([[topic, partitions, nil]], 30_000)
-      admin.destroy
+      admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": @opts[:brokers] } }
+      admin.create_topic(topic, partitions: partitions) unless admin.topics.include?(topic)
+    ensure
+      admin&.close
     end
 
     def group_id = "sluice-cbench-#{Process.pid}-#{(Time.now.to_f * 1000).to_i}"

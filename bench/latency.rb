@@ -82,10 +82,12 @@ module Bench
     private
 
     def create_topic
-      admin = Sluice::Native::Producer.new([["bootstrap.servers", @opts[:brokers]]])
-      admin.create_topics([[@topic, PARTITIONS, nil]], 30_000)
+      admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": @opts[:brokers] } }
+      admin.create_topic(@topic, partitions: PARTITIONS)
+    rescue Sluice::Errors::TopicAlreadyExistsError
+      nil
     ensure
-      admin&.destroy
+      admin&.close
     end
 
     def start_consumer

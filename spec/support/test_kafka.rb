@@ -31,15 +31,20 @@ module TestKafka
     def prepare!
       return if @prepared
 
-      admin = Sluice::Native::Producer.new([["bootstrap.servers", BROKERS]])
-      results = admin.create_topics(TOPICS.map { |name, (partitions, configs)| [name, partitions, configs] }, 30_000)
-      results.each do |name, code, message|
-        next if code.zero? || Sluice::KafkaError.code_for(code) == :topic_already_exists
-
-        raise "cannot create topic #{name}: #{message} (is the broker at #{BROKERS} up? bin/kafka start)"
-      end
-      admin.destroy
+      admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": BROKERS } }
+      TOPICS.each { |name, (partitions, configs)| create_topic(admin, name, partitions, configs) }
+      admin.close
       @prepared = true
+    end
+
+    private
+
+    def create_topic(admin, name, partitions, configs)
+      admin.create_topic(name, partitions: partitions, config: (configs || []).to_h)
+    rescue Sluice::Errors::TopicAlreadyExistsError
+      nil
+    rescue Sluice::Errors::BaseError => e
+      raise "cannot create topic #{name}: #{e.message} (is the broker at #{BROKERS} up? bin/kafka start)"
     end
   end
 end

@@ -1,0 +1,242 @@
+# frozen_string_literal: true
+
+require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
+require "timeout"
+
+# Sluice::Admin against the real broker, in the polling mode under test
+# (SLUICE_POLLING_MODE). Every example makes its own topics and groups (a
+# random suffix) and deletes them.
+RSpec.describe Sluice::Admin, :kafka do
+  include ConsumerGroups
+
+  let(:suffix) { "#{Process.pid}-#{rand(1 << 30)}" }
+  let(:topic) { "sluice-spec-admin-#{suffix}" }
+  let(:group) { "sluice-spec-admin-group-#{suffix}" }
+  let(:admin) { build_admin }
+  let(:created) { [] }
+
+  def build_admin(brokers: TestKafka::BROKERS, **settings)
+    admin = described_class.new do |config|
+      config.kafka = { "bootstrap.servers": brokers }
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+      settings.each { |name, value| config.public_send(:"#{name}=", value) }
+    end
+    admins << admin
+    admin
+  end
+
+  def admins = (@admins ||= [])
+
+  def create(name = topic, **options)
+    admin.create_topic(name, **options)
+    created << name
+    name
+  end
+
+  after do
+    created.each do |name|
+      admin.delete_topic(name)
+    rescue Sluice::Errors::UnknownTopicError, Sluice::Errors::AdminClosedError
+      nil
+    end
+    admins.each(&:close)
+  end
+
+  def produce(name, count, partition: 0)
+    producer = build_producer
+    handles = Array.new(count) { |i| producer.produce_async(topic: name, partition: partition, payload: "m#{i}") }
+    handles.map(&:wait)
+  ensure
+    producer&.close
+  end
+
+  describe "topics" do
+    it "creates a topic with partitions and settings, lists, describes, grows and deletes it" do
+      expect(admin.create_topic(topic, partitions: 2, replication_factor: 1, config: { "cleanup.policy" => "compact" })).to be_nil
+      created << topic
+
+      expect(admin.topics).to include(topic)
+      expect(admin.topics).not_to include("__consumer_offsets")
+      broker = admin.cluster[:brokers].first[:id]
+      expect(admin.describe_topic(topic)).to eq(
+        name: topic, partitions: [0, 1].map { |p| { partition: p, leader: broker, replicas: [broker], isr: [broker] } }
+      )
+      expect(admin.describe_configs(topic: topic)).to include("cleanup.policy" => "compact")
+
+      admin.create_partitions(topic, 3)
+      expect(admin.describe_topic(topic)[:partitions].map { |p| p[:partition] }).to eq([0, 1, 2])
+
+      admin.delete_topic(topic)
+      expect { admin.describe_topic(topic) }.to raise_error(Sluice::Errors::UnknownTopicError)
+    end
+
+    it "names what the broker refuses, carrying the KafkaError" do
+      create
+      expect { admin.create_topic(topic) }.to raise_error(Sluice::Errors::TopicAlreadyExistsError) { |e|
+        expect(e.kafka_error.code).to eq(:topic_already_exists)
+      }
+      expect { admin.create_topic("#{topic}-rf", replication_factor: 9) }.to raise_error(Sluice::Errors::InvalidAdminRequestError)
+      expect { admin.create_partitions(topic, 1) }.to raise_error(Sluice::Errors::InvalidAdminRequestError) # fewer, not more
+      expect { admin.delete_topic("#{topic}-missing") }.to raise_error(Sluice::Errors::UnknownTopicError)
+      expect { admin.describe_configs(topic: "#{topic}-missing") }.to raise_error(Sluice::Errors::UnknownTopicError)
+    end
+
+    it "refuses bad arguments before anything is sent" do
+      expect { admin.create_topic("") }.to raise_error(ArgumentError)
+      expect { admin.create_topic(topic, partitions: 0) }.to raise_error(ArgumentError)
+      expect { admin.create_topic(topic, config: "x") }.to raise_error(ArgumentError)
+      expect { admin.create_partitions(topic, "3") }.to raise_error(ArgumentError)
+      expect { admin.describe_configs }.to raise_error(ArgumentError)
+      expect { admin.describe_configs(topic: topic, broker: 1) }.to raise_error(ArgumentError)
+      expect { admin.watermark_offsets(topic, -1) }.to raise_error(ArgumentError)
+      expect { admin.offsets_for_time(topic, 123) }.to raise_error(ArgumentError)
+      expect { admin.reset_offsets(group, topic, :middle) }.to raise_error(ArgumentError)
+      expect(admin.topics).not_to include(topic)
+    end
+  end
+
+  describe "configs" do
+    it "alters settings incrementally: what is not named stays" do
+      create(config: { "cleanup.policy" => "compact" })
+      admin.alter_configs(topic: topic, set: { "retention.ms" => "60000" })
+      expect(admin.describe_configs(topic: topic)).to include("cleanup.policy" => "compact", "retention.ms" => "60000")
+
+      admin.alter_configs(topic: topic, delete: ["cleanup.policy"])
+      expect(admin.describe_configs(topic: topic)).to include("cleanup.policy" => "delete", "retention.ms" => "60000")
+    end
+
+    it "describes a broker's settings" do
+      broker = admin.cluster[:brokers].first[:id]
+      expect(admin.describe_configs(broker: broker)).to include("num.partitions")
+    end
+  end
+
+  describe "offsets" do
+    it "reads watermarks and offsets by time" do
+      create(partitions: 2)
+      before = Time.now - 60
+      produce(topic, 5)
+      expect(admin.watermark_offsets(topic, 0)).to eq([0, 5])
+      expect(admin.watermark_offsets(topic, 1)).to eq([0, 0])
+      expect(admin.offsets_for_time(topic, before)).to eq(0 => 0, 1 => -1)
+      expect(admin.offsets_for_time(topic, Time.now + 3600)).to eq(0 => -1, 1 => -1)
+      expect { admin.watermark_offsets("#{topic}-missing", 0) }.to raise_error(Sluice::Errors::UnknownTopicError)
+    end
+  end
+
+  describe "consumer groups" do
+    it "moves an empty group's offsets, reads them back with the lag, and deletes the group" do
+      create(partitions: 2)
+      produce(topic, 4)
+
+      expect(admin.reset_offsets(group, topic, :earliest)).to eq(0 => 0, 1 => 0)
+      expect(admin.groups).to include(group)
+      expect(admin.committed_offsets(group)).to eq(topic => { 0 => 0, 1 => 0 })
+      expect(admin.lag(group)).to eq(topic => { 0 => 4, 1 => 0 })
+
+      admin.reset_offsets(group, topic, { 0 => 3 })
+      expect(admin.lag(group)).to eq(topic => { 0 => 1, 1 => 0 })
+      admin.reset_offsets(group, topic, :latest)
+      expect(admin.lag(group)).to eq(topic => { 0 => 0, 1 => 0 })
+      admin.reset_offsets(group, topic, Time.now - 3600)
+      expect(admin.committed_offsets(group)).to eq(topic => { 0 => 0, 1 => 0 })
+      expect(admin.describe_group(group)).to include(state: :empty, members: [])
+
+      admin.delete_group(group)
+      expect(admin.groups).not_to include(group)
+      expect { admin.delete_group(group) }.to raise_error(Sluice::Errors::UnknownGroupError)
+      expect { admin.describe_group(group) }.to raise_error(Sluice::Errors::UnknownGroupError)
+    end
+
+    it "describes a group with a member, and refuses to move its offsets until it is empty" do
+      create(partitions: 2)
+      consumer = group_consumer(group, kafka: { "client.id": "admin-spec" })
+      assigned = Queue.new
+      consumer.monitor.subscribe("consumer.partitions_assigned") { assigned << true }
+      consumer.subscribe(topic)
+      stop = false
+      reader = Thread.new { consumer.poll(50) until stop }
+      assigned.pop
+
+      description = admin.describe_group(group)
+      expect(description).to include(state: :stable, protocol: "range")
+      expect(description[:members].size).to eq(1)
+      expect(description[:members].first).to include(client_id: "admin-spec", assignment: { topic => [0, 1] })
+      expect { admin.reset_offsets(group, topic, :earliest) }.to raise_error(Sluice::Errors::GroupNotEmptyError) { |e|
+        expect(e.kafka_error.code).to eq(:non_empty_group)
+      }
+
+      stop = true
+      reader.join
+      consumer.close
+      expect(admin.reset_offsets(group, topic, :latest)).to eq(0 => 0, 1 => 0)
+      admin.delete_group(group)
+    end
+  end
+
+  it "describes the cluster" do
+    cluster = admin.cluster
+    expect(cluster[:cluster_id]).to be_a(String)
+    expect(cluster[:brokers]).to include(a_hash_including(id: cluster[:controller_id], host: a_kind_of(String), port: a_kind_of(Integer)))
+  end
+
+  describe "on the shared engine" do
+    it "adds no Ruby thread beside a producer and a consumer in :fd mode (one of its own in :thread mode)" do
+      build_producer.produce_sync(topic: "sluice-spec-1p", payload: "warm-up")
+      consumer = group_consumer(group)
+      threads = Thread.list.size
+      second = build_admin
+      expect(second.topics).to include("sluice-spec-1p")
+      expect(Thread.list.size - threads).to eq(TestKafka::MODE == :fd ? 0 : 1)
+    ensure
+      consumer&.close
+    end
+
+    it "lets another fiber run while one awaits an admin call" do
+      admin.topics # connected: the calls below wait for the broker only
+      order = []
+      Async do |task|
+        caller = task.async do
+          order << :call_started
+          admin.create_topic(topic)
+          created << topic
+          admin.describe_topic(topic) # a blocking call of the handle: on a helper thread, the fiber waits
+          order << :call_returned
+        end
+        task.async { order << :other_fiber_ran }
+        caller.wait
+      end.wait
+      expect(order).to eq(%i[call_started other_fiber_ran call_returned])
+    end
+
+    it "reports each call as admin.request" do
+      events = Queue.new
+      admin.monitor.subscribe("admin.request") { |event| events << event.payload }
+      admin.topics
+      expect(events.pop).to include(action: :topics, admin_id: admin.id, time: a_kind_of(Float))
+    end
+
+    it "bounds every call by max_wait_timeout" do
+      unreachable = build_admin(brokers: "127.0.0.1:1", max_wait_timeout: 300)
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      expect { unreachable.create_topic(topic) }.to raise_error(Sluice::Errors::AdminTimeoutError)
+      expect { unreachable.topics }.to raise_error(Sluice::Errors::AdminError)
+      expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be < 5
+    end
+
+    it "survives an interrupted wait: the late result is dropped and the client goes on" do
+      admin.topics
+      expect { Timeout.timeout(0.001) { admin.create_topic(topic) } }.to raise_error(Timeout::Error)
+      created << topic
+      expect(admin.groups).to be_a(Array)
+    end
+
+    it "refuses calls once closed" do
+      admin.close
+      expect { admin.topics }.to raise_error(Sluice::Errors::AdminClosedError)
+      expect { admin.create_topic(topic) }.to raise_error(Sluice::Errors::AdminClosedError)
+      expect(admin.close).to be_nil
+    end
+  end
+end
