@@ -25,6 +25,12 @@ module Sluice
         nil
       end
 
+      # Answers an `oauthbearer.token_refresh` event.
+      def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
+        error = open_client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
+        raise KafkaError.new(*error) if error
+      end
+
       # @api private — Shutdown's at_exit hook.
       def close_at_exit = close
 

@@ -8,6 +8,7 @@ require "timeout"
 # random suffix) and deletes them.
 RSpec.describe Sluice::Admin, :kafka do
   include ConsumerGroups
+  include PollingScenarios
 
   let(:suffix) { "#{Process.pid}-#{rand(1 << 30)}" }
   let(:topic) { "sluice-spec-admin-#{suffix}" }
@@ -15,9 +16,9 @@ RSpec.describe Sluice::Admin, :kafka do
   let(:admin) { build_admin }
   let(:created) { [] }
 
-  def build_admin(brokers: TestKafka::BROKERS, **settings)
+  def build_admin(brokers: TestKafka::BROKERS, kafka: {}, **settings)
     admin = described_class.new do |config|
-      config.kafka = { "bootstrap.servers": brokers }
+      config.kafka = { "bootstrap.servers": brokers }.merge(kafka)
       config.polling.mode = TestKafka::MODE
       config.logger = Logger.new(nil)
       settings.each { |name, value| config.public_send(:"#{name}=", value) }
@@ -215,6 +216,25 @@ RSpec.describe Sluice::Admin, :kafka do
       admin.monitor.subscribe("admin.request") { |event| events << event.payload }
       admin.topics
       expect(events.pop).to include(action: :topics, admin_id: admin.id, time: a_kind_of(Float))
+    end
+
+    it "emits statistics and asks for OAUTHBEARER tokens like the other clients" do
+      stats = Queue.new
+      monitor = Sluice::Monitor.new(logger: Logger.new(nil))
+      monitor.subscribe("statistics.emitted") { |event| stats << event.payload }
+      box = Queue.new
+      refreshed = Queue.new
+      monitor.subscribe("oauthbearer.token_refresh") do
+        client = box.pop.tap { |built| box << built }
+        client.oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice", lifetime_ms: (Time.now.to_f * 1000).to_i + 60_000)
+        refreshed << true
+      end
+      # The listener may run before new returns: it gets the admin through box.
+      box << build_admin(brokers: TestKafka::SASL_BROKERS, monitor: monitor,
+                         kafka: { "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "OAUTHBEARER", "statistics.interval.ms": 100 })
+      expect(pop_within(refreshed, 10, what: "oauthbearer.token_refresh")).to be(true)
+      expect(box.pop.topics).to include("sluice-spec-1p") # the token let it in
+      expect(pop_within(stats, 10, what: "statistics.emitted")).to include(admin_id: admins.last.id)
     end
 
     it "bounds every call by max_wait_timeout" do
