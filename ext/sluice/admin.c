@@ -11,7 +11,9 @@
  *
  * What librdkafka 2.0.2 has no request for (topic and cluster descriptions,
  * watermarks, offsets by time) comes from the handle's blocking calls, run
- * through the client's gate (GVL released, interruptible).
+ * through the client's gate (GVL released, interruptible), on every version.
+ * IncrementalAlterConfigs (2.2) is used where the headers have it; Ruby
+ * falls back to AlterConfigs of the whole dynamic set otherwise.
  *
  * Sluice::Native::Client#partition_count (metadata) lives here too.
  */
@@ -165,6 +167,41 @@ static VALUE admin_alter_configs(VALUE self, VALUE id, VALUE timeout, VALUE type
     rd_kafka_AdminOptions_destroy(opts);
     return Qnil;
 }
+
+#ifdef RD_KAFKA_EVENT_INCREMENTALALTERCONFIGS_RESULT /* librdkafka >= 2.2 */
+/*
+ * #incremental_alter_configs(id, timeout_ms, resource_type, name, [[config, value], ...], [config, ...])
+ *   -> nil or [code, message]. Sets and deletes only the settings named. (Defined only when the
+ *   librdkafka built against has IncrementalAlterConfigs; Ruby falls back to #alter_configs.)
+ */
+static VALUE admin_incremental_alter_configs(VALUE self, VALUE id, VALUE timeout, VALUE type, VALUE name, VALUE set, VALUE del) {
+    client_t *c = sluice_client_open(self);
+    check_request(id, timeout);
+    const char *resource = StringValueCStr(name);
+    int restype = NUM2INT(type);
+    check_pairs(set);
+    Check_Type(del, T_ARRAY);
+    for (long i = 0; i < RARRAY_LEN(del); i++) sluice_cstr_at(del, i);
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new((rd_kafka_ResourceType_t)restype, resource);
+    rd_kafka_error_t *error = NULL;
+    for (long i = 0; !error && i < RARRAY_LEN(set); i++)
+        error = rd_kafka_ConfigResource_add_incremental_config(res, sluice_cstr_at(RARRAY_AREF(set, i), 0), RD_KAFKA_ALTER_CONFIG_OP_TYPE_SET,
+                                                                sluice_cstr_at(RARRAY_AREF(set, i), 1));
+    for (long i = 0; !error && i < RARRAY_LEN(del); i++)
+        error = rd_kafka_ConfigResource_add_incremental_config(res, sluice_cstr_at(del, i), RD_KAFKA_ALTER_CONFIG_OP_TYPE_DELETE, NULL);
+    if (error) {
+        rd_kafka_ConfigResource_destroy(res);
+        VALUE refused = rb_ary_new_from_args(2, INT2FIX(rd_kafka_error_code(error)), sluice_str_or_nil(rd_kafka_error_string(error)));
+        rd_kafka_error_destroy(error);
+        return refused;
+    }
+    rd_kafka_AdminOptions_t *opts = options_for(c, RD_KAFKA_ADMIN_OP_INCREMENTALALTERCONFIGS, id, timeout);
+    rd_kafka_IncrementalAlterConfigs(c->rk, &res, 1, opts, c->queue);
+    rd_kafka_ConfigResource_destroy(res);
+    rd_kafka_AdminOptions_destroy(opts);
+    return Qnil;
+}
+#endif
 
 /* #list_groups(id, timeout_ms) */
 static VALUE admin_list_groups(VALUE self, VALUE id, VALUE timeout) {
@@ -347,6 +384,10 @@ static VALUE result_payload(rd_kafka_event_t *ev) {
         ITEMS(config_results, rd_kafka_DescribeConfigs_result_resources, rd_kafka_event_DescribeConfigs_result);
     case RD_KAFKA_EVENT_ALTERCONFIGS_RESULT:
         ITEMS(config_results, rd_kafka_AlterConfigs_result_resources, rd_kafka_event_AlterConfigs_result);
+#ifdef RD_KAFKA_EVENT_INCREMENTALALTERCONFIGS_RESULT
+    case RD_KAFKA_EVENT_INCREMENTALALTERCONFIGS_RESULT:
+        ITEMS(config_results, rd_kafka_IncrementalAlterConfigs_result_resources, rd_kafka_event_IncrementalAlterConfigs_result);
+#endif
     case RD_KAFKA_EVENT_DELETEGROUPS_RESULT:
         ITEMS(group_results, rd_kafka_DeleteGroups_result_groups, rd_kafka_event_DeleteGroups_result);
     case RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT:
@@ -545,6 +586,9 @@ void sluice_init_admin(VALUE client) {
     rb_define_method(klass, "create_partitions", admin_create_partitions, 4);
     rb_define_method(klass, "describe_configs", admin_describe_configs, 4);
     rb_define_method(klass, "alter_configs", admin_alter_configs, 5);
+#ifdef RD_KAFKA_EVENT_INCREMENTALALTERCONFIGS_RESULT
+    rb_define_method(klass, "incremental_alter_configs", admin_incremental_alter_configs, 6);
+#endif
     rb_define_method(klass, "list_groups", admin_list_groups, 2);
     rb_define_method(klass, "describe_group", admin_describe_group, 3);
     rb_define_method(klass, "delete_group", admin_delete_group, 3);

@@ -23,6 +23,9 @@ module Sluice
     # rd_kafka_ConfigSource_t of settings made on the resource itself (what AlterConfigs replaces)
     DYNAMIC_SOURCE = { RESOURCE_TOPIC => 1, RESOURCE_BROKER => 2 }.freeze
     TIMED_OUT = KafkaError.number_for(:timed_out)
+    METADATA_BACKOFF = 0.05 # s between metadata queries while a change propagates
+    # The librdkafka built against has IncrementalAlterConfigs (2.2+).
+    INCREMENTAL = Native::Admin.method_defined?(:incremental_alter_configs)
 
     ERRORS = {
       topic_already_exists: Errors::TopicAlreadyExistsError,
@@ -42,7 +45,7 @@ module Sluice
       topic_exception: Errors::InvalidAdminRequestError,
       policy_violation: Errors::InvalidAdminRequestError
     }.freeze
-    private_constant :RESOURCE_TOPIC, :RESOURCE_BROKER, :DYNAMIC_SOURCE, :TIMED_OUT, :ERRORS
+    private_constant :RESOURCE_TOPIC, :RESOURCE_BROKER, :DYNAMIC_SOURCE, :TIMED_OUT, :METADATA_BACKOFF, :INCREMENTAL, :ERRORS
 
     attr_reader :id, :config, :monitor
 
@@ -71,7 +74,7 @@ module Sluice
       pairs = settings(config, "config")
       result = request(:create_topic, name) { |client, id, ms| client.create_topic(id, ms, name, partitions, replication_factor, pairs) }
       check_items!(:create_topic, name, result)
-      nil
+      await_metadata(:create_topic, name) { |found| found&.size == partitions && found.all? { |p| p[:leader] >= 0 } }
     end
 
     # Grows a topic to `total` partitions (the new total, not how many to add).
@@ -79,14 +82,14 @@ module Sluice
       name = topic_name(name)
       count!(total, "total")
       check_items!(:create_partitions, name, request(:create_partitions, name) { |client, id, ms| client.create_partitions(id, ms, name, total) })
-      nil
+      await_metadata(:create_partitions, name) { |found| found&.size == total && found.all? { |p| p[:leader] >= 0 } }
     end
 
     # @raise [Errors::UnknownTopicError]
     def delete_topic(name)
       name = topic_name(name)
       check_items!(:delete_topic, name, request(:delete_topic, name) { |client, id, ms| client.delete_topic(id, ms, name) })
-      nil
+      await_metadata(:delete_topic, name, &:nil?)
     end
 
     # The cluster's topic names, sorted, without internal ones (__consumer_offsets).
@@ -113,16 +116,15 @@ module Sluice
     end
 
     # Sets and deletes settings of a topic or broker, leaving the others as they are.
-    # (librdkafka 2.0.2 has no IncrementalAlterConfigs: the settings made on the
-    # resource are read, changed and written back whole.)
+    # (Before librdkafka 2.2, which has no IncrementalAlterConfigs, the settings
+    # made on the resource are read, changed and written back whole.)
     def alter_configs(topic: nil, broker: nil, set: {}, delete: [])
       type, name = resource(topic, broker)
       set = settings(set, "set")
       raise ArgumentError, "delete takes an Array of setting names, got #{delete.inspect}" unless delete.is_a?(Array)
 
-      merged = dynamic_settings(type, name).merge(set.to_h).except(*delete.map(&:to_s))
-      result = request(:alter_configs, name) { |client, id, ms| client.alter_configs(id, ms, type, name, merged.to_a) }
-      check_items!(:alter_configs, name, result)
+      delete = delete.map(&:to_s)
+      check_items!(:alter_configs, name, INCREMENTAL ? alter_incrementally(type, name, set, delete) : alter_whole(type, name, set, delete))
       nil
     end
 
@@ -163,6 +165,19 @@ module Sluice
         cluster_id: cluster_id, controller_id: controller_id }
     end
 
+    # The controller answered; the brokers' metadata follows a moment later. A
+    # call returns once the change shows there, so the next call sees it.
+    # @return nil
+    def await_metadata(action, name)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + (@config.max_wait_timeout / 1000.0)
+      until yield(describe_all(action, name)[:topics][name])
+        if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= deadline
+          fail!(action, name, TIMED_OUT, "done, but the brokers' metadata did not show it within max_wait_timeout")
+        end
+        sleep(METADATA_BACKOFF) # metadata has no change notification to wait on
+      end
+    end
+
     def partition_info((partition, leader, replicas, isr))
       { partition: partition, leader: leader, replicas: replicas, isr: isr }
     end
@@ -179,6 +194,15 @@ module Sluice
     def config_entries(type, name)
       result = request(:describe_configs, name) { |client, id, ms| client.describe_configs(id, ms, type, name) }
       check_items!(:describe_configs, name, result).flat_map(&:last)
+    end
+
+    def alter_incrementally(type, name, set, delete)
+      request(:alter_configs, name) { |client, id, ms| client.incremental_alter_configs(id, ms, type, name, set, delete) }
+    end
+
+    def alter_whole(type, name, set, delete)
+      merged = dynamic_settings(type, name).merge(set.to_h).except(*delete).to_a
+      request(:alter_configs, name) { |client, id, ms| client.alter_configs(id, ms, type, name, merged) }
     end
 
     # What was set on the resource itself: what AlterConfigs would otherwise reset.
