@@ -252,6 +252,15 @@ RSpec.describe Sluice::Admin, :kafka do
       expect(admin.groups).to be_a(Array)
     end
 
+    it "wakes a call waiting for its result when another thread closes the admin" do
+      unreachable = build_admin(brokers: "127.0.0.1:1", max_wait_timeout: 30_000)
+      waiter = Thread.new { unreachable.create_topic(topic) }
+      waiter.report_on_exception = false
+      Thread.pass until waiter.status == "sleep" || !waiter.alive? # parked on its ConditionVariable
+      unreachable.close
+      expect { waiter.value }.to raise_error(Sluice::Errors::AdminClosedError)
+    end
+
     it "refuses calls once closed" do
       admin.close
       expect { admin.topics }.to raise_error(Sluice::Errors::AdminClosedError)
