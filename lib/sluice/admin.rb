@@ -15,6 +15,7 @@ module Sluice
   # by max_wait_timeout; a refused call raises a named Errors::AdminError
   # carrying the KafkaError.
   class Admin
+    include Clock
     include Lifecycle
     include Groups
 
@@ -169,11 +170,9 @@ module Sluice
     # call returns once the change shows there, so the next call sees it.
     # @return nil
     def await_metadata(action, name)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + (@config.max_wait_timeout / 1000.0)
+      deadline = now + (@config.max_wait_timeout / 1000.0)
       until yield(describe_all(action, name)[:topics][name])
-        if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= deadline
-          fail!(action, name, TIMED_OUT, "done, but the brokers' metadata did not show it within max_wait_timeout")
-        end
+        fail!(action, name, TIMED_OUT, "done, but the brokers' metadata did not show it within max_wait_timeout") if now >= deadline
         sleep(METADATA_BACKOFF) # metadata has no change notification to wait on
       end
     end

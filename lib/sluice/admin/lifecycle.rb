@@ -106,9 +106,9 @@ module Sluice
 
       # A call from a listener on the polling thread: nobody else would serve the queue.
       def pump_until(id)
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + (@config.max_wait_timeout / 1000.0)
+        deadline = now + (@config.max_wait_timeout / 1000.0)
         until (result = @requests.result(id))
-          return nil if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= deadline
+          return nil if now >= deadline
 
           @state.pump
         end

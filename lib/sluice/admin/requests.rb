@@ -10,6 +10,8 @@ module Sluice
     # ConditionVariable (a waiting fiber lets the others run). A result nobody
     # waits for any more (timed out, interrupted) is dropped.
     class Requests
+      include Clock
+
       def initialize
         @mutex = Mutex.new
         @arrived = ConditionVariable.new
@@ -66,10 +68,6 @@ module Sluice
           @arrived.broadcast
         end
       end
-
-      private
-
-      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end
