@@ -118,6 +118,8 @@ module Sluice
     def poll(timeout_ms)
       open_client
       @inbox.reading { @inbox.take(timeout_ms) }
+    ensure
+      after_reading
     end
 
     # What the next commit commits for the message's partition: the offset after it.
@@ -136,7 +138,7 @@ module Sluice
       client = open_client
       list = offsets&.flat_map { |topic, partitions| partitions.map { |partition, offset| [topic.to_s, partition, offset] } }
       @inbox.store_processed
-      check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false) }, "commit")
+      check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
       nil
     end
 
@@ -254,10 +256,10 @@ module Sluice
     # A revoke with auto commit: what was processed on those partitions is
     # committed before they go (a failure is reported; the next owner then
     # reads those messages again: at least once).
-    def commit_before_revoke
+    def commit_before_revoke(timeout_ms = @config.max_wait_timeout)
       return unless @config.auto_commit?
 
-      error = Blocking.call { @client.commit(nil, false) }
+      error = Blocking.call { @client.commit(nil, false, timeout_ms) }
       instrument("error.occurred", type: "consumer.commit_error", error: KafkaError.new(error)) if error
     end
 
