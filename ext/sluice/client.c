@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 VALUE sluice_cClient;
@@ -28,6 +29,7 @@ static void client_mark(void *p) {
     rb_gc_mark_movable(c->inflight);
     rb_gc_mark_movable(c->handle_class);
     rb_gc_mark_movable(c->notifier);
+    rb_gc_mark_movable(c->closer);
 }
 
 static void client_compact(void *p) {
@@ -36,6 +38,7 @@ static void client_compact(void *p) {
     c->inflight = rb_gc_location(c->inflight);
     c->handle_class = rb_gc_location(c->handle_class);
     c->notifier = rb_gc_location(c->notifier);
+    c->closer = rb_gc_location(c->closer);
 }
 
 static void close_pipe(client_t *c) {
@@ -61,7 +64,12 @@ static void release_native(client_t *c) {
      * to (brokers among them), and rd_kafka_destroy would wait for those. */
     if (c->relay) rd_kafka_queue_forward(c->queue, NULL);
     rd_kafka_queue_destroy(c->queue);
-    rd_kafka_destroy(c->rk);
+    /* A consumer whose close began has left the group as far as its
+     * deadline allowed (Consumer::Lifecycle): librdkafka's own close here
+     * would wait, unbounded, for what that close gave up on (a commit to a
+     * coordinator that is down, a rebalance). */
+    if (c->closing) rd_kafka_destroy_flags(c->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    else rd_kafka_destroy(c->rk);
     if (c->relay) sluice_relay_free(c->relay);
     c->relay = NULL;
     close_pipe(c);
@@ -128,7 +136,7 @@ static VALUE client_alloc(VALUE klass) {
     client_t *c;
     VALUE self = TypedData_Make_Struct(klass, client_t, &client_type, c);
     c->wake_r = c->wake_w = c->cwake_r = c->cwake_w = -1;
-    c->inflight = c->handle_class = c->notifier = c->topic_names = Qnil;
+    c->inflight = c->handle_class = c->notifier = c->topic_names = c->closer = Qnil;
     c->pid = sluice_current_pid;
     return self;
 }
@@ -153,12 +161,16 @@ struct blocking_call {
     void *(*fn)(void *);
     void *arg;
     int ran;
+    int *calls; /* counted in, or NULL */
 };
 
 static void *run_blocking(void *p) { /* runs without the GVL */
     struct blocking_call *b = p;
     b->ran = 1;
-    return b->fn(b->arg);
+    void *out = b->fn(b->arg);
+    /* out of librdkafka: a closing consumer need not wait for what the caller does next */
+    if (b->calls) __atomic_sub_fetch(b->calls, 1, __ATOMIC_SEQ_CST);
+    return out;
 }
 
 static VALUE raise_pending_interrupts(VALUE unused) {
@@ -166,13 +178,31 @@ static VALUE raise_pending_interrupts(VALUE unused) {
     return Qnil;
 }
 
+static VALUE refuse_if_closing(VALUE p) {
+    sluice_consumer_not_closing((client_t *)p);
+    return Qnil;
+}
+
 void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg,
                             void (*release)(void *)) {
-    struct blocking_call b = {fn, arg, 0};
+    /* A call with an unblock function (a wait for events) is cut short by
+     * close; one without is waited for, so is counted in c->calls. */
+    struct blocking_call b = {fn, arg, 0, ubf ? NULL : &c->calls};
     for (;;) {
+        if (c->closing && c->kind == RD_KAFKA_CONSUMER) {
+            int state = 0;
+            rb_protect(refuse_if_closing, (VALUE)c, &state);
+            if (state) {
+                if (release) release(arg);
+                rb_jump_tag(state);
+            }
+        }
+        /* checked and counted with the GVL held: a close starting now sees this call */
+        if (b.calls) __atomic_add_fetch(b.calls, 1, __ATOMIC_SEQ_CST);
         __atomic_add_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
         rb_thread_call_without_gvl2(run_blocking, &b, ubf, ubf_arg);
         if (b.ran) return;
+        if (b.calls) __atomic_sub_fetch(b.calls, 1, __ATOMIC_SEQ_CST);
         /* Not run: an interrupt was pending. Most are routine (the thread
          * scheduler's timer, a signal for another thread) and raise nothing:
          * serve them and go again. A real one is raised here, before the call
@@ -335,27 +365,119 @@ static VALUE client_test_fatal_error(VALUE self, VALUE code, VALUE reason) {
 
 static VALUE client_name(VALUE self) { return rb_str_new_cstr(rd_kafka_name(sluice_client_open(self)->rk)); }
 
+/*
+ * A teardown the caller stops waiting for at its deadline: it goes on in its
+ * own thread (on a copy of the struct, which the Ruby object no longer points
+ * into) and frees itself when done. Whoever comes second frees it.
+ */
+struct teardown {
+    client_t copy;
+    pthread_mutex_t lock;
+    pthread_cond_t finished;
+    int done, abandoned;
+};
+
+static void teardown_free(struct teardown *t) {
+    pthread_mutex_destroy(&t->lock);
+    pthread_cond_destroy(&t->finished);
+    free(t);
+}
+
+static void *teardown_run(void *p) {
+    struct teardown *t = p;
+    release_native(&t->copy);
+    pthread_mutex_lock(&t->lock);
+    t->done = 1;
+    int abandoned = t->abandoned;
+    pthread_cond_signal(&t->finished);
+    pthread_mutex_unlock(&t->lock);
+    if (abandoned) teardown_free(t);
+    return NULL;
+}
+
+/* Hands the struct's native resources over to t: the struct keeps none. */
+static void hand_over(client_t *c, struct teardown *t) {
+    t->copy = *c;
+    c->rk = NULL;
+    c->queue = c->cqueue = c->sasl_queue = NULL;
+    c->pending = NULL;
+    c->relay = NULL;
+    c->topic_count = 0;
+    c->topic_confs = NULL;
+    c->topic_conf_count = c->topic_conf_capa = 0;
+    c->wake_r = c->wake_w = c->cwake_r = c->cwake_w = -1;
+}
+
+/* 1: released within timeout_ms; 0: still going on in its own thread; -1: no thread could be started. */
+static int release_within(client_t *c, int timeout_ms) {
+    struct teardown *t = calloc(1, sizeof(*t));
+    if (!t) return -1;
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->finished, NULL);
+    pthread_attr_t attr;
+    pthread_t thr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    client_t before = *c;
+    hand_over(c, t);
+    int failed = pthread_create(&thr, &attr, teardown_run, t);
+    pthread_attr_destroy(&attr);
+    if (failed) {
+        *c = before;
+        teardown_free(t);
+        return -1;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&t->lock);
+    while (!t->done && pthread_cond_timedwait(&t->finished, &t->lock, &until) != ETIMEDOUT) {
+    }
+    int done = t->done;
+    if (!done) t->abandoned = 1;
+    pthread_mutex_unlock(&t->lock);
+    if (done) teardown_free(t);
+    return done;
+}
+
+struct destroy_args {
+    client_t *c;
+    int timeout_ms; /* < 0: no limit */
+};
+
 static void *destroy_nogvl(void *p) {
-    client_t *c = p;
+    struct destroy_args *a = p;
+    client_t *c = a->c;
     /* Calls that released the GVL before #destroy marked us closed finish first
      * (flush slices notice `closed`; a blocking wait was yielded). Every such
      * call leaves through sluice_client_blocking, which always decrements. */
     while (__atomic_load_n(&c->busy, __ATOMIC_SEQ_CST) > 0) usleep(1000);
-    release_native(c);
+    if (a->timeout_ms < 0 || release_within(c, a->timeout_ms) < 0) release_native(c);
     return NULL;
 }
 
 /*
- * #destroy — idempotent. Refuses every later call, waits for GVL-released calls
- * in flight, then destroys the handle without the GVL. In a forked child it only
- * marks the handle closed (the parent owns it).
+ * #destroy(timeout_ms = nil) — idempotent. Refuses every later call, waits for
+ * GVL-released calls in flight, then destroys the handle without the GVL. In a
+ * forked child it only marks the handle closed (the parent owns it).
+ *
+ * With timeout_ms, the teardown (rd_kafka_destroy) is waited for that long at
+ * most: what is left of it (a commit to a coordinator that does not answer)
+ * goes on in a thread of its own, and the object is closed either way.
  *
  * An interrupt already pending stops the teardown before it starts and is
  * raised; the handle stays refused and a later #destroy (or GC) finishes the
  * job. Callers that must not be cut short mask interrupts around it
  * (Thread.handle_interrupt): then the teardown runs and they arrive after.
  */
-static VALUE client_destroy(VALUE self) {
+static VALUE client_destroy(int argc, VALUE *argv, VALUE self) {
+    VALUE timeout;
+    rb_scan_args(argc, argv, "01", &timeout);
     client_t *c = sluice_client_get(self);
     if (!c->rk) return Qnil;
     __atomic_store_n(&c->closed, 1, __ATOMIC_SEQ_CST);
@@ -363,13 +485,15 @@ static VALUE client_destroy(VALUE self) {
         close_pipe(c); /* the handle is the parent's: never ours to destroy */
         return Qnil;
     }
+    struct destroy_args a = {c, NIL_P(timeout) ? -1 : NUM2INT(timeout)};
+    if (!NIL_P(timeout) && a.timeout_ms < 0) a.timeout_ms = 0;
     while (c->rk) {
         rd_kafka_queue_yield(c->queue); /* ends a blocking #wait_events of another thread */
         /* No unblock function: a half-destroyed handle is worse than a late
          * interrupt. (A no-op one is not the same: on a lone main thread Ruby
          * starts a helper thread for it, and kills and joins that thread
          * afterwards — forever, when the caller masks interrupts.) */
-        rb_thread_call_without_gvl2(destroy_nogvl, c, NULL, NULL);
+        rb_thread_call_without_gvl2(destroy_nogvl, &a, NULL, NULL);
         if (c->rk) sluice_raise_pending_interrupts(); /* not run: serve what is pending, then try again */
     }
     return Qnil;
@@ -390,7 +514,7 @@ void sluice_init_client(void) {
     rb_define_method(sluice_cClient, "fatal_error", client_fatal_error, 0);
     rb_define_method(sluice_cClient, "name", client_name, 0);
     rb_define_private_method(sluice_cClient, "test_fatal_error", client_test_fatal_error, 2);
-    rb_define_method(sluice_cClient, "destroy", client_destroy, 0);
+    rb_define_method(sluice_cClient, "destroy", client_destroy, -1);
     rb_define_method(sluice_cClient, "closed?", client_closed_p, 0);
     rb_define_method(sluice_cClient, "forked?", client_forked_p, 0);
     sluice_init_drain(sluice_cClient);

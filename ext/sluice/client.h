@@ -47,6 +47,10 @@ typedef struct {
     pid_t pid;
     int closed;                /* set with the GVL held before destroying: every call is refused */
     int busy;                  /* GVL-released calls in flight (atomic); destroy waits for 0 */
+    int calls;                 /* of those, the ones without unblock function still inside librdkafka (atomic):
+                                  what a consumer's close waits for before it leaves the group */
+    int closing;               /* a consumer's close began: calls of other threads are refused (consumer.c) */
+    VALUE closer;              /* the thread running that close (nil before) */
     int wake_r, wake_w;        /* wake-up pipe for FD polling, -1 when disabled */
     int exhausted;             /* the last #drain stopped on its budget with events left */
     VALUE inflight;            /* Array: slot -> DeliveryHandle (nil when free) */
@@ -137,6 +141,8 @@ VALUE sluice_error_tuple(rd_kafka_error_t *error);
 
 /* consumer.c, for consume.c and transactions.c */
 client_t *sluice_consumer_open(VALUE self);
+/* Raises ConsumerClosedError once another thread began closing the consumer. */
+void sluice_consumer_not_closing(client_t *c);
 /* Releases what a consumer holds besides the handle (release_native, no GVL). */
 void sluice_consumer_release(client_t *c);
 rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary);

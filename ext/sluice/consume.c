@@ -201,19 +201,35 @@ static VALUE consumer_store_offsets(VALUE self, VALUE messages, VALUE count) {
 struct commit_args {
     client_t *c;
     rd_kafka_topic_partition_list_t *list;
+    int timeout_ms;
     rd_kafka_resp_err_t err;
 };
 
+/*
+ * rd_kafka_commit's synchronous form has no timeout: with the coordinator
+ * down it waits until the group gives the partitions up (session.timeout.ms,
+ * 45 s by default). The result comes on a queue of our own instead, waited
+ * for at most timeout_ms; a result arriving after that finds the queue
+ * disabled and is dropped.
+ */
 static void *commit_nogvl(void *p) {
     struct commit_args *a = p;
-    a->err = rd_kafka_commit(a->c->rk, a->list, 0);
+    rd_kafka_queue_t *results = rd_kafka_queue_new(a->c->rk);
+    a->err = rd_kafka_commit_queue(a->c->rk, a->list, results, NULL, NULL);
+    if (!a->err) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(results, a->timeout_ms);
+        a->err = ev ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
+        if (ev) rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_queue_destroy(results);
     return NULL;
 }
 
 /*
- * #commit(partitions or nil, async) -> nil or error code
+ * #commit(partitions or nil, async, timeout_ms = 10_000) -> nil or error code
  * Commits the stored offsets (nil) or the given [[topic, partition, offset]].
- * Synchronous: blocks (GVL released) until the broker answered. Async:
+ * Synchronous: blocks (GVL released) until the broker answered, at most
+ * timeout_ms (then :timed_out; the commit may still happen). Async:
  * returns at once; the result arrives as an offset commit event on the main
  * queue, which the poller serves.
  */
@@ -223,9 +239,12 @@ static void release_commit_list(void *p) {
     a->list = NULL;
 }
 
-static VALUE consumer_commit(VALUE self, VALUE partitions, VALUE async) {
+static VALUE consumer_commit(int argc, VALUE *argv, VALUE self) {
+    VALUE partitions, async, timeout;
+    rb_scan_args(argc, argv, "21", &partitions, &async, &timeout);
+    int timeout_ms = NIL_P(timeout) ? 10000 : NUM2INT(timeout);
     client_t *c = sluice_consumer_open(self);
-    struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), 0};
+    struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), timeout_ms, 0};
     if (RTEST(async)) {
         /* The result as an event on the main queue (relayed to the poller):
          * rd_kafka_commit(async) reports only to an offset_commit_cb. */
@@ -347,7 +366,7 @@ void sluice_init_consume(VALUE klass) {
     rb_define_method(klass, "message_fd", consumer_message_fd, 0);
     rb_define_method(klass, "wake_messages", consumer_wake_messages, 0);
     rb_define_method(klass, "store_offsets", consumer_store_offsets, 2);
-    rb_define_method(klass, "commit", consumer_commit, 2);
+    rb_define_method(klass, "commit", consumer_commit, -1);
     rb_define_method(klass, "committed", consumer_committed, 2);
     rb_define_method(klass, "watermarks", consumer_watermarks, 3);
     rb_define_method(klass, "position", consumer_position, 1);

@@ -16,10 +16,28 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The struct of a usable consumer; raises for a closed one or one inherited through fork. */
+static ID id_sluice_caller;
+
+/*
+ * Once close began, only its own thread may use the consumer: serving the
+ * rebalance that gives the partitions up, committing before that. A helper
+ * thread of Sluice::Blocking (a call under a fiber scheduler) counts as the
+ * thread it works for (its :sluice_caller).
+ */
+static int closer_p(client_t *c) {
+    VALUE thread = rb_thread_current();
+    return thread == c->closer || rb_thread_local_aref(thread, id_sluice_caller) == c->closer;
+}
+
+void sluice_consumer_not_closing(client_t *c) {
+    if (c->closing && !closer_p(c)) rb_raise(sluice_eConsumerClosed, "consumer is closing");
+}
+
+/* The struct of a usable consumer; raises for a closed or closing one, or one inherited through fork. */
 client_t *sluice_consumer_open(VALUE self) {
     client_t *c = sluice_client_open(self);
     if (!c->cqueue) rb_raise(rb_eTypeError, "not a consumer");
+    sluice_consumer_not_closing(c);
     return c;
 }
 
@@ -231,6 +249,35 @@ static VALUE consumer_unassign(VALUE self, VALUE partitions, VALUE incremental) 
     return group_call(c, INCREMENTAL_UNASSIGN, sluice_partitions_from(partitions), 0);
 }
 
+struct quiet_args {
+    client_t *c;
+    int timeout_ms;
+};
+
+static void *wait_quiet_nogvl(void *p) {
+    struct quiet_args *a = p;
+    for (int waited = 0; __atomic_load_n(&a->c->calls, __ATOMIC_SEQ_CST) > 0 && waited < a->timeout_ms; waited++) usleep(1000);
+    return NULL;
+}
+
+/*
+ * #close_start(timeout_ms) -> true when no call of another thread is inside
+ * librdkafka any more. From now on the calling thread is the only one the
+ * consumer serves: every other call raises ConsumerClosedError (a group call
+ * racing the group's teardown waits forever, or fails librdkafka's
+ * assertions). Calls already running are waited for, up to timeout_ms; each
+ * has a bound of its own.
+ */
+static VALUE consumer_close_start(VALUE self, VALUE timeout) {
+    client_t *c = sluice_consumer_open(self);
+    struct quiet_args a = {c, NUM2INT(timeout)};
+    RB_OBJ_WRITE(self, &c->closer, rb_thread_current());
+    c->closing = 1;
+    /* no unblock function: the wait is short and bounded, and ends by itself */
+    rb_thread_call_without_gvl(wait_quiet_nogvl, &a, NULL, NULL);
+    return __atomic_load_n(&c->calls, __ATOMIC_SEQ_CST) == 0 ? Qtrue : Qfalse;
+}
+
 /*
  * #close_begin -> nil or [code, message, ...]
  * Starts leaving the group without blocking (rd_kafka_consumer_close_queue):
@@ -299,8 +346,10 @@ void sluice_init_consumer(VALUE klass) {
     rb_define_method(klass, "assignment_lost?", consumer_assignment_lost_p, 0);
     rb_define_method(klass, "assign", consumer_assign, 2);
     rb_define_method(klass, "unassign", consumer_unassign, 2);
+    rb_define_method(klass, "close_start", consumer_close_start, 1);
     rb_define_method(klass, "close_begin", consumer_close_begin, 0);
     rb_define_method(klass, "consumer_closed?", consumer_consumer_closed_p, 0);
     rb_define_method(klass, "member_id", consumer_member_id, 0);
     sluice_init_consume(klass);
+    id_sluice_caller = rb_intern("sluice_caller");
 }

@@ -20,7 +20,11 @@ module Sluice
 
       # A new thread inherits the caller's Thread.handle_interrupt masks: the
       # worker must stay killable whatever the caller masks.
-      worker = Thread.new { Thread.handle_interrupt(Object => :immediate, &block) }
+      caller = Thread.current
+      worker = Thread.new do
+        Thread.current[:sluice_caller] = caller # a closing consumer serves its closer's helpers too (consumer.c)
+        Thread.handle_interrupt(Object => :immediate, &block)
+      end
       worker.name = "sluice.blocking"
       worker.report_on_exception = false
       begin

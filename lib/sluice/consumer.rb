@@ -19,6 +19,7 @@ module Sluice
   # returned, each_batch a batch's; librdkafka commits stored offsets in the
   # background and close commits them. One reader (thread or fiber) at a time.
   class Consumer
+    include Clock
     include Lifecycle
 
     attr_reader :id, :config, :monitor
@@ -132,6 +133,8 @@ module Sluice
       milliseconds(timeout_ms, "poll's timeout_ms")
       open_client
       @inbox.reading { @inbox.take(timeout_ms) }
+    ensure
+      after_reading
     end
 
     # What the next commit commits for the message's partition: the offset after it.
@@ -158,7 +161,7 @@ module Sluice
         partitions.map { |partition, offset| [topic_name(topic), partition_number(partition), offset_number(offset)] }
       end
       @inbox.store_processed
-      check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false) }, "commit")
+      check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
       nil
     end
 
@@ -279,10 +282,10 @@ module Sluice
     # A revoke with auto commit: what was processed on those partitions is
     # committed before they go (a failure is reported; the next owner then
     # reads those messages again: at least once).
-    def commit_before_revoke
+    def commit_before_revoke(timeout_ms = @config.max_wait_timeout)
       return unless @config.auto_commit?
 
-      error = Blocking.call { @client.commit(nil, false) }
+      error = Blocking.call { @client.commit(nil, false, timeout_ms) }
       instrument("error.occurred", type: "consumer.commit_error", error: KafkaError.new(error)) if error
     end
 

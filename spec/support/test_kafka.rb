@@ -24,7 +24,8 @@ module TestKafka
     # Consumer groups (spec/integration/consumer/groups_spec.rb) and crash
     # recovery (consumer/crash_recovery_spec.rb): input and a transform's output.
     "sluice-spec-cgroup" => [6, nil],
-    "sluice-spec-cgroup-out" => [3, nil]
+    "sluice-spec-cgroup-out" => [3, nil],
+    "sluice-spec-close" => [3, nil] # consumer_close_bounds_spec.rb
   }.freeze
 
   class << self

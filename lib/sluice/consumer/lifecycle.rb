@@ -9,14 +9,28 @@ module Sluice
       # How long a close started from a signal handler is waited for there
       # beyond its own timeout; after that it finishes in the background.
       TRAP_GRACE = 10
+      # At least this long (ms) for librdkafka's teardown after the close
+      # timeout is spent: a teardown that has nothing left to wait for takes
+      # a few ms. What is left after it goes on in a thread of its own.
+      DESTROY_GRACE = 500
 
       # Stops reading, commits the stored offsets (with auto commit), leaves
       # the group (serving the rebalance that gives the partitions up) and
-      # releases everything. Idempotent. Called inside each_message's block
-      # (or from a listener while another thread reads), it takes effect when
-      # the reader returns.
-      # @param timeout [Integer] ms for the reader to return and for leaving the group
+      # releases everything, all within timeout: what could not be committed
+      # or answered by then is reported (error.occurred), not waited for.
+      # From the moment it begins, calls of other threads raise
+      # ConsumerClosedError. Idempotent. Called inside each_message's block
+      # (or from a listener while another thread reads, or from a signal
+      # handler that interrupted the reader), it takes effect when the reader
+      # returns.
+      # @param timeout [Integer] ms for the reader to return, and ms for committing and leaving the group
+      # @return [nil]
+      # @raise [ArgumentError] timeout is not a positive number of ms
       def close(timeout: @config.max_wait_timeout)
+        unless timeout.is_a?(Numeric) && timeout.positive?
+          raise ArgumentError,
+                "close's timeout is a positive number of milliseconds, got #{timeout.inspect}"
+        end
         return if @closed
         return close_from_trap(timeout) if Blocking.trap_context?
 
@@ -57,35 +71,58 @@ module Sluice
           Shutdown.untrack(self)
         end
         instrument("consumer.closed")
+        nil
       end
 
       def shut_down(timeout)
         deadline = now + (timeout / 1000.0)
-        @inbox.store_processed
-        commit_before_revoke
-        error = @client.close_begin
-        instrument("error.occurred", type: "consumer.close_error", error: KafkaError.from_tuple(error)) if error
-        @inbox.serve_until_closed(deadline)
+        leave_group(deadline) if quiet?(timeout)
         Thread.handle_interrupt(Object => :never) do
           @inbox.shut
           @poller.unregister(@state)
-          Blocking.call(interruptible: false) { @client.destroy }
+          Blocking.call(interruptible: false) { @client.destroy([ms_until(deadline), DESTROY_GRACE].max) }
         end
         @closed = true
       end
 
+      # Other threads' calls are refused from here on; those already inside
+      # librdkafka end first (each within its own timeout), or the group's
+      # teardown would race them.
+      def quiet?(timeout)
+        return true if @client.close_start(timeout)
+
+        close_error(timed_out("calls of other threads still running: the group is not left"))
+        false
+      end
+
+      def leave_group(deadline)
+        @inbox.store_processed
+        commit_before_revoke(ms_until(deadline))
+        error = @client.close_begin
+        close_error(KafkaError.from_tuple(error)) if error
+        @inbox.serve_until_closed(deadline)
+        close_error(timed_out("the group was not left within the close timeout")) unless @client.consumer_closed?
+      end
+
+      def timed_out(what) = KafkaError.new(KafkaError.number_for(:timed_out), what)
+
+      def close_error(error) = instrument("error.occurred", type: "consumer.close_error", error: error)
+
       # See Producer::Lifecycle#close_from_trap: a signal handler may not lock
-      # a Mutex, and may have interrupted code that holds one we need.
+      # a Mutex, and may have interrupted code that holds one we need. When
+      # it interrupted the reader, a closer thread would wait for the reader
+      # to return, which waits for this handler: the close happens when the
+      # reader returns instead, as from the reader's own block.
       def close_from_trap(timeout)
         @inbox.stop
+        return defer_close(timeout) if @inbox.reader?(Fiber.current)
+
         closer = Thread.new { close(timeout: timeout) }
         closer.name = "sluice.close##{@id}"
         closer.report_on_exception = false
         closer.join((timeout / 1000.0) + TRAP_GRACE)
         nil
       end
-
-      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

@@ -265,8 +265,10 @@ RSpec.describe Sluice::Consumer, :kafka do
       }.each do |call, message|
         expect(&call).to raise_error(ArgumentError, message)
       end
+      expect { consumer.close(timeout: "soon") }.to raise_error(ArgumentError, /close's timeout is a positive number of milliseconds/)
       expect(consumer.assignment).to eq({})
       consumer.subscribe(topic.to_sym) # a Symbol is a topic name
+      expect(consumer.close).to be_nil # documented: nothing to hand back
     end
 
     it "refuses every call after close with ConsumerClosedError" do
