@@ -261,10 +261,6 @@ module Sluice
     WATERMARKS_RETRY = 0.1 # s
     private_constant :LEADER_PENDING, :WATERMARKS_RETRY
 
-    # Nobody waits on a consumer's main-queue events (no delivery handles).
-    NO_WAITERS = Object.new.tap { |o| o.define_singleton_method(:notify) { nil } }.freeze
-    private_constant :NO_WAITERS
-
     def open_client
       raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
 

@@ -6,14 +6,16 @@ module Sluice
     # two ways a call reaches the brokers: a request whose result comes back
     # through the poll (#request), or a blocking call of the handle (#blocking).
     module Lifecycle
-      # Nobody waits on an admin client's main-queue events as such: results go to Requests.
-      NO_WAITERS = Object.new.tap { |o| o.define_singleton_method(:notify) { nil } }.freeze
+      include ClientLifecycle
 
       def closed? = @closed
 
       # Stops polling the client and releases it; calls waiting for a result
-      # raise AdminClosedError. Idempotent; safe from any thread or fiber.
+      # raise AdminClosedError. Idempotent; safe from any thread, fiber or
+      # signal handler.
       def close
+        return close_on_own_thread(@config.max_wait_timeout) { close } if Blocking.trap_context?
+
         @lifecycle.synchronize do
           return if @closed
 

@@ -6,9 +6,8 @@ module Sluice
     # it reads or waits, from a listener on the polling thread, a signal
     # handler or at exit.
     module Lifecycle
-      # How long a close started from a signal handler is waited for there
-      # beyond its own timeout; after that it finishes in the background.
-      TRAP_GRACE = 10
+      include ClientLifecycle
+
       # At least this long (ms) for librdkafka's teardown after the close
       # timeout is spent: a teardown that has nothing left to wait for takes
       # a few ms. What is left after it goes on in a thread of its own.
@@ -108,7 +107,7 @@ module Sluice
 
       def close_error(error) = instrument("error.occurred", type: "consumer.close_error", error: error)
 
-      # See Producer::Lifecycle#close_from_trap: a signal handler may not lock
+      # See ClientLifecycle#close_on_own_thread: a signal handler may not lock
       # a Mutex, and may have interrupted code that holds one we need. When
       # it interrupted the reader, a closer thread would wait for the reader
       # to return, which waits for this handler: the close happens when the
@@ -117,11 +116,7 @@ module Sluice
         @inbox.stop
         return defer_close(timeout) if @inbox.reader?(Fiber.current)
 
-        closer = Thread.new { close(timeout: timeout) }
-        closer.name = "sluice.close##{@id}"
-        closer.report_on_exception = false
-        closer.join((timeout / 1000.0) + TRAP_GRACE)
-        nil
+        close_on_own_thread(timeout) { close(timeout: timeout) }
       end
     end
   end

@@ -7,9 +7,7 @@ module Sluice
     # fatal error. One client at a time: a reload destroys the old one before
     # it builds the new one.
     module Lifecycle
-      # How long a close started from a signal handler is waited for there
-      # beyond its own timeout; after that it finishes in the background.
-      TRAP_GRACE = 10
+      include ClientLifecycle
 
       def closed? = @closed
 
@@ -122,19 +120,13 @@ module Sluice
         @monitor.instrument("producer.closed", producer_id: @id)
       end
 
-      # A signal handler may not lock a Mutex, and the code it interrupted may
-      # hold one we need: the close runs on a thread of its own, waited for
-      # here (bounded). If that thread still runs when the handler returns, it
-      # finishes once the interrupted code goes on (or in the at_exit hook).
+      # See ClientLifecycle#close_on_own_thread. The transaction the signal
+      # interrupted (if any) is the interrupted thread's: close may abort it.
       def close_from_trap(timeout)
         return if @lifecycle.owned? # the code the signal interrupted was closing us: it finishes after the handler
 
         interrupted = Thread.current
-        closer = Thread.new { close_now(timeout, interrupted: interrupted) }
-        closer.name = "sluice.close##{@id}"
-        closer.report_on_exception = false
-        closer.join(((timeout || @config.max_wait_timeout) / 1000.0) + TRAP_GRACE) # no logging here: Logger locks a Mutex
-        nil
+        close_on_own_thread(timeout || @config.max_wait_timeout) { close_now(timeout, interrupted: interrupted) }
       end
 
       def shut_down(timeout, interrupted)

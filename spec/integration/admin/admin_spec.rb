@@ -261,6 +261,19 @@ RSpec.describe Sluice::Admin, :kafka do
       expect { waiter.value }.to raise_error(Sluice::Errors::AdminClosedError)
     end
 
+    it "closes from a signal handler (no Mutex may be locked there)" do
+      closing = admin # built here: nothing but close runs in the handler
+      closed = Queue.new
+      previous = Signal.trap("USR2") do
+        closing.close
+        closed << closing.closed?
+      end
+      Process.kill("USR2", Process.pid)
+      expect(pop_within(closed)).to be(true)
+    ensure
+      Signal.trap("USR2", previous || "DEFAULT")
+    end
+
     it "refuses calls once closed" do
       admin.close
       expect { admin.topics }.to raise_error(Sluice::Errors::AdminClosedError)
