@@ -242,9 +242,9 @@ module Sluice
 
     def connect
       client = Native::Consumer.new(@config.kafka_pairs)
-      state = Polling::State.new(kind: :consumer, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS,
-                                 logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                 periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
+      state = Polling::PolledClient.new(kind: :consumer, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS,
+                                        logger: @config.logger, max_time: @config.polling.fd.max_time,
+                                        periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
       @poller.register(state)
       @client = client
       @state = state

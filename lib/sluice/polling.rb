@@ -2,7 +2,7 @@
 
 module Sluice
   # How clients' librdkafka events are polled: Poller (:fd, one thread for
-  # many clients), PollThread (:thread, one thread per client), and State (one
+  # many clients), PollThread (:thread, one thread per client), and PolledClient (one
   # client's drain and dispatch, shared by both).
   module Polling
     # Thread variable naming the Poller or PollThread a thread runs for.

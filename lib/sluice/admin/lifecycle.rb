@@ -40,9 +40,9 @@ module Sluice
 
       def connect
         client = Native::Admin.new(@config.kafka_pairs)
-        state = Polling::State.new(kind: :admin, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS, results: @requests,
-                                   logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                   periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
+        state = Polling::PolledClient.new(kind: :admin, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS, results: @requests,
+                                          logger: @config.logger, max_time: @config.polling.fd.max_time,
+                                          periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
         @poller.register(state)
         @client = client
         @state = state

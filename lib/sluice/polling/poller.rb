@@ -7,7 +7,7 @@ module Sluice
     # Each client's main queue writes a byte to its own pipe when it goes from
     # empty to non-empty. The poller waits on all pipes at once in a native
     # selector (GVL released only while waiting), then serves each ready client
-    # (State#serve: drain and dispatch) for at most its max_time; a client with
+    # (PolledClient#serve: drain and dispatch) for at most its max_time; a client with
     # events left is re-signalled so the others get their turn. A client whose
     # pipe stayed silent for a whole periodic_poll_interval is polled anyway.
     #
@@ -111,7 +111,7 @@ module Sluice
         @pid = Process.pid
         @mutex = Mutex.new
         @selector = Native::Selector.new
-        @states = {}.freeze # token -> State, copy-on-write: iterated while commands arrive
+        @states = {}.freeze # token -> PolledClient, copy-on-write: iterated while commands arrive
         @suspended = {} # token -> when to serve it again (poller thread only)
         @strikes = {} # token -> failures in a row
         @commands = []

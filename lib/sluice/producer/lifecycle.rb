@@ -72,9 +72,9 @@ module Sluice
       def connect
         client = Native::Producer.new(@config.kafka_pairs)
         client.handles(DeliveryHandle, @notifier)
-        state = Polling::State.new(kind: :producer, client_id: @id, client: client, monitor: @monitor, notifier: @notifier,
-                                   logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                   periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
+        state = Polling::PolledClient.new(kind: :producer, client_id: @id, client: client, monitor: @monitor, notifier: @notifier,
+                                          logger: @config.logger, max_time: @config.polling.fd.max_time,
+                                          periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
         @notifier.attach(@poller, state)
         @poller.register(state)
         @topic_configs.register(client) { @client = client }

@@ -112,7 +112,7 @@ RSpec.describe "Polling budgets and fault isolation", :kafka do
       pop_within(in_listener, what: "the holding listener")
 
       client = Sluice::Native::Producer.new([["bootstrap.servers", TestKafka::BROKERS]])
-      broken = Class.new(Sluice::Polling::State) { def wakeup_fd = -1 }.new(
+      broken = Class.new(Sluice::Polling::PolledClient) { def wakeup_fd = -1 }.new(
         kind: :producer, client_id: "broken", client: client, monitor: Sluice::Monitor.new,
         notifier: Sluice::DeliveryNotifier.new(1_000), logger: Logger.new(nil), max_time: 100, periodic_poll_interval: 10_000
       )

@@ -11,7 +11,7 @@ module Sluice
     # Draining happens in C with the GVL held; everything that runs user code
     # happens here, after the native call returned, so an exception can never
     # unwind through librdkafka.
-    class State
+    class PolledClient
       include Clock
 
       # How long one #pump blocks (ms).
