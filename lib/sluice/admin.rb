@@ -52,16 +52,9 @@ module Sluice
 
     # @yieldparam config [Admin::Config]
     # @raise [Errors::ConfigurationInvalidError]
-    def initialize
-      @config = Config.new
-      yield @config if block_given?
-      @config.validate!.freeze
-      @id = @config.id
-      @monitor = @config.monitor || Monitor.new(logger: @config.logger)
-      @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
-      @lifecycle = Mutex.new
+    def initialize(&)
+      configure(Config.new, &)
       @requests = Requests.new
-      @closed = false
       connect
       Shutdown.track(self)
     end

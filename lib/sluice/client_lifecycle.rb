@@ -13,6 +13,18 @@ module Sluice
 
     private
 
+    # What every client keeps of the settings filled in its new's block
+    # (validated and frozen first): id, monitor, poller, and an open state.
+    def configure(config)
+      yield config if block_given?
+      @config = config.validate!.freeze
+      @id = @config.id
+      @monitor = @config.monitor || Monitor.new(logger: @config.logger)
+      @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
+      @lifecycle = Mutex.new
+      @closed = false
+    end
+
     # A signal handler may not lock a Mutex, and the code it interrupted may
     # hold one that close needs: the close runs on a thread of its own,
     # waited for here (timeout_ms + TRAP_GRACE). If it still runs when the

@@ -27,15 +27,8 @@ module Sluice
     # @yieldparam config [Consumer::Config]
     # @raise [Errors::ConfigurationInvalidError] (also for a producer property,
     #   or a missing group.id)
-    def initialize
-      @config = Config.new
-      yield @config if block_given?
-      @config.validate!.freeze
-      @id = @config.id
-      @monitor = @config.monitor || Monitor.new(logger: @config.logger)
-      @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
-      @lifecycle = Mutex.new
-      @closed = false
+    def initialize(&)
+      configure(Config.new, &)
       connect
       Shutdown.track(self)
     end

@@ -32,14 +32,9 @@ module Sluice
 
     # @yieldparam config [Config]
     # @raise [Errors::ConfigurationInvalidError]
-    def initialize
-      @config = Config.new
-      yield @config if block_given?
-      @config.validate!.freeze
-      @id = @config.id
-      @monitor = @config.monitor || Monitor.new(logger: @config.logger)
+    def initialize(&)
+      configure(Config.new, &)
       @notifier = DeliveryNotifier.new(@config.max_wait_timeout)
-      @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
       @middleware = Middleware.new
       @buffer = Buffer.new
       @topic_configs = TopicConfigs.new

@@ -62,9 +62,7 @@ module Sluice
       private
 
       def init_lifecycle
-        @lifecycle = Mutex.new
         @closing = false
-        @closed = false
         @dropped = 0
       end
 
