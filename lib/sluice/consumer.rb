@@ -222,10 +222,22 @@ module Sluice
     # batch. Safe from any thread, fiber or signal handler.
     def stop = @inbox.stop
 
-    # Answers an `oauthbearer.token_refresh` event.
+    # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this
+    # consumer).
     def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
-      error = open_client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
+      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
+
+      error = @token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
       raise KafkaError.new(*error) if error
+    end
+
+    # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
+    # reports it and asks again later.
+    def oauthbearer_set_token_failure(reason)
+      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
+
+      @token_state.oauthbearer_set_token_failure(reason.to_s)
+      nil
     end
 
     def closed? = @closed
@@ -241,7 +253,8 @@ module Sluice
       client = Native::Consumer.new(@config.kafka_pairs)
       state = Polling::State.new(kind: :consumer, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS,
                                  logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                 periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
+                                 periodic_poll_interval: @config.polling.fd.periodic_poll_interval, bearer: self)
+      @token_state = state # before register: the first token refresh may be answered inside it
       @poller.register(state)
       @client = client
       @state = state

@@ -133,10 +133,19 @@ module Sluice
       wait_for_deliveries(timeout_ms)
     end
 
-    # Answers an `oauthbearer.token_refresh` event.
+    # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this
+    # producer). Works inside Producer.new too, where the first refresh may
+    # be served.
     def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
-      error = @client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
+      error = @token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
       raise KafkaError.new(*error) if error
+    end
+
+    # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
+    # reports it and asks again later.
+    def oauthbearer_set_token_failure(reason)
+      @token_state.oauthbearer_set_token_failure(reason.to_s)
+      nil
     end
 
     # Messages not yet confirmed by a delivery report.

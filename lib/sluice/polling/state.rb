@@ -29,8 +29,10 @@ module Sluice
       attr_accessor :token
 
       # @param kind [Symbol] :producer (names events and payload keys)
-      def initialize(kind:, client_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:)
+      # @param bearer [Producer, Consumer] what answers a token refresh (event[:bearer])
+      def initialize(kind:, client_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:, bearer: nil)
         @kind = kind
+        @bearer = bearer
         @client_id = client_id
         @id_key = :"#{kind}_id"
         @client = client
@@ -47,6 +49,9 @@ module Sluice
         @served_at = now
         @purged = 0
         @statistics = Instrumentation::StatisticsDecorator.new
+        @token_lock = Mutex.new
+        @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
+        @token_answers = 0
       end
 
       # Drains the queue and dispatches what it found, for at most budget_ms
@@ -107,7 +112,11 @@ module Sluice
       end
 
       # After this the poller ignores the state (a snapshot may still name it).
-      def close! = @closed = true
+      def close!
+        @closed = true
+        @monitor.forget_deferred(self)
+      end
+
       def closed? = @closed
 
       def instrument(name, payload = {})
@@ -125,6 +134,23 @@ module Sluice
       rescue StandardError, ScriptError => e
         dispatch_failed(e)
       end
+
+      # The owner's #oauthbearer_set_token: counted, so that a refresh its
+      # listeners left unanswered can be told to librdkafka (see #token_refresh).
+      def oauthbearer_set_token(token, lifetime_ms, principal_name, extensions)
+        @token_answers += 1
+        @client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions)
+      end
+
+      def oauthbearer_set_token_failure(reason)
+        @token_answers += 1
+        @client.oauthbearer_set_token_failure(reason)
+      end
+
+      # Called by the monitor, on the subscriber's thread, when the first
+      # oauthbearer.token_refresh listener arrives after a refresh nobody
+      # could answer (the first one fires inside Producer.new/Consumer.new).
+      def subscribed(_event_name) = answer_token_refresh
 
       def inspect = "#<#{self.class.name} #{@kind} #{@client_id.inspect}#{" closed" if @closed}>"
 
@@ -234,12 +260,38 @@ module Sluice
         instrument("statistics.emitted", statistics: @statistics.call(JSON.parse(json)))
       end
 
+      # Without a listener the request waits for the first one to subscribe
+      # (Monitor#defer_until_subscribed); librdkafka is told of the failure
+      # meanwhile, so that it reports it and asks again later anyway.
       def token_refresh(bearer_config)
-        if @monitor.listening?("oauthbearer.token_refresh")
-          instrument("oauthbearer.token_refresh", bearer_config: bearer_config)
+        @token_lock.synchronize { @pending_token_refresh = [bearer_config] }
+        if @monitor.defer_until_subscribed("oauthbearer.token_refresh", self)
+          token_failure("no oauthbearer.token_refresh listener to provide a token")
         else
-          @client.oauthbearer_set_token_failure("no oauthbearer.token_refresh listener to provide a token")
+          answer_token_refresh
         end
+      end
+
+      # Once per request, whichever thread comes first (the poller, or a
+      # subscriber). A request the listeners did not answer ends in a token
+      # failure: without one librdkafka would never ask again.
+      def answer_token_refresh
+        pending = @token_lock.synchronize { @pending_token_refresh.tap { @pending_token_refresh = nil } }
+        return if pending.nil? || @closed
+
+        bearer_config, = pending
+        answers = @token_answers
+        begin
+          instrument("oauthbearer.token_refresh", bearer_config: bearer_config, bearer: @bearer)
+        ensure
+          token_failure("the oauthbearer.token_refresh listeners set no token") if @token_answers == answers
+        end
+      end
+
+      def token_failure(reason)
+        @client.oauthbearer_set_token_failure(reason) unless @closed
+      rescue Errors::ClientClosedError
+        nil # closed meanwhile: nobody to tell
       end
 
       def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
