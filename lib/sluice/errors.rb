@@ -74,6 +74,14 @@ module Sluice
       def retryable? = kafka_error.retryable?
     end
 
+    # The broker refused the client's credentials (SASL: #code :authentication)
+    # or TLS failed (#code :ssl: wrong CA, wrong security.protocol), and no
+    # broker is usable: raised by produce_sync, DeliveryHandle#wait, flush and
+    # transactions within about a second, not after message.timeout.ms.
+    # #kafka_error has librdkafka's reason. The producer stays usable: once
+    # the broker accepts it (rotated credentials), messages are delivered.
+    AuthenticationError = Class.new(ProduceError)
+
     # produce_many_* failed part-way: #dispatched holds the handles of the
     # messages enqueued before the failure (they are on their way; producing
     # them again would duplicate them). #cause is the failure itself.

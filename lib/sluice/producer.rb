@@ -128,9 +128,15 @@ module Sluice
 
     # Waits until every message produced so far has its delivery report.
     # @return [Boolean] false when timeout_ms passed first
+    # @raise [Errors::AuthenticationError] messages failed meanwhile because
+    #   the broker refused the client's credentials or TLS
     def flush(timeout_ms = nil)
       ensure_open!
-      wait_for_deliveries(timeout_ms)
+      refusals = @state.refusals
+      wait_for_deliveries(timeout_ms).tap do
+        failure = @state.auth_failure if @state.refusals != refusals
+        raise Errors::AuthenticationError, failure if failure
+      end
     end
 
     # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this

@@ -35,6 +35,14 @@ module TestKafka
   }.freeze
 
   class << self
+    # Adds or changes a SCRAM-SHA-512 user on the broker (credentials rotated while a client retries).
+    def scram_user(name, password)
+      port = BROKERS.split(",").first.split(":").last
+      command = [File.expand_path("../../bin/kafka", __dir__), "scram-user", name, password]
+      out = IO.popen({ "KAFKA_PORT" => port }, command, err: %i[child out], &:read)
+      raise "bin/kafka scram-user failed: #{out}" unless $?.success? # rubocop:disable Style/SpecialGlobalVars
+    end
+
     def prepare!
       return if @prepared
 

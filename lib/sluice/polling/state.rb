@@ -21,11 +21,19 @@ module Sluice
 
       PURGE_ERRORS = %i[purge_queue purge_inflight].map { |code| KafkaError.number_for(code) }.freeze
       NO_OFFSET_TO_COMMIT = KafkaError.number_for(:no_offset)
+      # librdkafka's reports that the broker refused the client's credentials
+      # or TLS; with every broker down after one, nothing can be delivered.
+      AUTH_FAILURES = KafkaError::AUTHENTICATION.map { |code| KafkaError.number_for(code) }.freeze
+      ALL_BROKERS_DOWN = KafkaError.number_for(:all_brokers_down)
+      # An authentication failure still explains all_brokers_down this long
+      # (s) after it was last seen: librdkafka's reconnect backoff tops out at
+      # 10 s and does not repeat an unchanged error each time.
+      AUTH_FAILURE_FRESH = 15
       # What a report that never arrived says (its client was destroyed first).
       NO_PARTITION = -1
       NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
 
-      attr_reader :kind, :client_id, :client, :monitor, :max_time, :periodic_poll_interval, :purged
+      attr_reader :kind, :client_id, :client, :monitor, :max_time, :periodic_poll_interval, :purged, :refusals
       attr_accessor :token
 
       # @param kind [Symbol] :producer (names events and payload keys)
@@ -52,6 +60,16 @@ module Sluice
         @token_lock = Mutex.new
         @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
         @token_answers = 0
+        @auth_failure = nil # the last authentication/TLS failure, while it explains why no broker is up
+        @auth_failure_at = 0
+        @refusals = 0 # purges for an authentication failure: flush tells them by this
+      end
+
+      # The authentication or TLS failure (a KafkaError) that keeps every
+      # broker down, or nil.
+      def auth_failure
+        failure = @auth_failure
+        failure if failure && now - @auth_failure_at < AUTH_FAILURE_FRESH
       end
 
       # Drains the queue and dispatches what it found, for at most budget_ms
@@ -219,6 +237,8 @@ module Sluice
         fatal = @client.fatal_error
         if fatal
           failed_with(handle.resolve_error(partition, offset, KafkaError.new(*fatal, fatal: true)))
+        elsif PURGE_ERRORS.include?(code) && (refused = auth_failure)
+          failed_with(handle.resolve_error(partition, offset, refused))
         elsif PURGE_ERRORS.include?(code)
           @purged += 1
           announce_purge(handle.resolve(partition, offset, code))
@@ -238,12 +258,36 @@ module Sluice
 
       def dispatch_event(type, a, b, c)
         case type
-        when :error then instrument("error.occurred", type: "librdkafka.error", error: KafkaError.new(a, b, fatal: c))
+        when :error then librdkafka_error(a, b, c)
         when :statistics then statistics(a)
         when :oauthbearer_token_refresh then token_refresh(a)
         when :offset_commit then offsets_committed(a, b)
         when :log then @logger.add(LOG_SEVERITIES.fetch(a, Logger::INFO), "[#{@client_id}] #{b}: #{c}")
         end
+      end
+
+      # An authentication or TLS failure followed by every broker down: no
+      # message can be delivered until the broker accepts the client, so the
+      # pending ones fail now, with that failure, instead of after
+      # message.timeout.ms. The client stays: librdkafka keeps reconnecting,
+      # and what is produced after rotated credentials is delivered.
+      def librdkafka_error(code, reason, fatal)
+        error = KafkaError.new(code, reason, fatal: fatal)
+        if AUTH_FAILURES.include?(code)
+          @auth_failure = error
+          @auth_failure_at = now
+        elsif code == ALL_BROKERS_DOWN && auth_failure
+          @auth_failure_at = now
+          refuse_pending
+        end
+        instrument("error.occurred", type: "librdkafka.error", error: error)
+      end
+
+      def refuse_pending
+        return unless @kind == :producer && @client.inflight_count.positive?
+
+        @refusals += 1
+        @client.purge
       end
 
       # A consumer's commit result (async, or librdkafka's auto-commit).
