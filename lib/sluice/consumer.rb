@@ -258,9 +258,10 @@ module Sluice
       @poller.register(state)
       @client = client
       @state = state
+      @refusals_raised = 0
       @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2, seek_timeout_ms: @config.max_wait_timeout,
                          rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), instrument: method(:instrument)),
-                         instrument: method(:instrument))
+                         instrument: method(:instrument), refused: method(:new_auth_failure))
     rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
       @poller.unregister(state) if state
       client&.destroy
@@ -274,6 +275,17 @@ module Sluice
     # Nobody waits on a consumer's main-queue events (no delivery handles).
     NO_WAITERS = Object.new.tap { |o| o.define_singleton_method(:notify) { nil } }.freeze
     private_constant :NO_WAITERS
+
+    # The authentication or TLS failure that kept every broker down since the
+    # reader last raised one, or nil: raised once per report, so a reader
+    # that goes on raises again only while librdkafka still fails.
+    def new_auth_failure
+      refusals = @state.refusals
+      return if refusals == @refusals_raised
+
+      @refusals_raised = refusals
+      @state.auth_failure
+    end
 
     def open_client
       raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed

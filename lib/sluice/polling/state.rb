@@ -21,14 +21,6 @@ module Sluice
 
       PURGE_ERRORS = %i[purge_queue purge_inflight].map { |code| KafkaError.number_for(code) }.freeze
       NO_OFFSET_TO_COMMIT = KafkaError.number_for(:no_offset)
-      # librdkafka's reports that the broker refused the client's credentials
-      # or TLS; with every broker down after one, nothing can be delivered.
-      AUTH_FAILURES = KafkaError::AUTHENTICATION.map { |code| KafkaError.number_for(code) }.freeze
-      ALL_BROKERS_DOWN = KafkaError.number_for(:all_brokers_down)
-      # An authentication failure still explains all_brokers_down this long
-      # (s) after it was last seen: librdkafka's reconnect backoff tops out at
-      # 10 s and does not repeat an unchanged error each time.
-      AUTH_FAILURE_FRESH = 15
       # What a report that never arrived says (its client was destroyed first).
       NO_PARTITION = -1
       NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
@@ -60,17 +52,13 @@ module Sluice
         @token_lock = Mutex.new
         @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
         @token_answers = 0
-        @auth_failure = nil # the last authentication/TLS failure, while it explains why no broker is up
-        @auth_failure_at = 0
-        @refusals = 0 # purges for an authentication failure: flush tells them by this
+        @auth_watch = AuthWatch.new
+        @refusals = 0 # times every broker was down for an authentication failure
       end
 
       # The authentication or TLS failure (a KafkaError) that keeps every
       # broker down, or nil.
-      def auth_failure
-        failure = @auth_failure
-        failure if failure && now - @auth_failure_at < AUTH_FAILURE_FRESH
-      end
+      def auth_failure = @auth_watch.current
 
       # Drains the queue and dispatches what it found, for at most budget_ms
       # (negative: until empty). Dispatch counts against the budget too: it is
@@ -273,21 +261,19 @@ module Sluice
       # and what is produced after rotated credentials is delivered.
       def librdkafka_error(code, reason, fatal)
         error = KafkaError.new(code, reason, fatal: fatal)
-        if AUTH_FAILURES.include?(code)
-          @auth_failure = error
-          @auth_failure_at = now
-        elsif code == ALL_BROKERS_DOWN && auth_failure
-          @auth_failure_at = now
-          refuse_pending
-        end
+        refuse_pending if @auth_watch.observe(error)
         instrument("error.occurred", type: "librdkafka.error", error: error)
       end
 
+      # A producer's pending messages fail; a consumer's reader wakes up to
+      # raise it (Consumer#poll, each_message, each_batch).
       def refuse_pending
-        return unless @kind == :producer && @client.inflight_count.positive?
-
         @refusals += 1
-        @client.purge
+        if @kind == :producer
+          @client.purge if @client.inflight_count.positive?
+        else
+          @client.wake_messages
+        end
       end
 
       # A consumer's commit result (async, or librdkafka's auto-commit).
