@@ -47,6 +47,13 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
     end
   end
 
+  it "raises it from a transaction, whose init_transactions used to wait forever" do
+    producer = producer_with(scram(password: "wrong", "transactional.id": "sluice-spec-auth-#{rand(1 << 30)}"))
+
+    error = auth_error_within(5) { producer.transaction { producer.produce_sync(topic: topic, payload: "x") } }
+    expect(error.code).to eq(:authentication)
+  end
+
   it "raises it with code :ssl when the broker's certificate is not trusted" do
     producer = producer_with("bootstrap.servers": TestKafka::SSL_BROKERS, "security.protocol": "SSL",
                              "ssl.ca.location": "/etc/ssl/certs/ca-certificates.crt", "reconnect.backoff.max.ms": 500)
