@@ -218,10 +218,22 @@ module Sluice
     # batch. Safe from any thread, fiber or signal handler.
     def stop = @inbox.stop
 
-    # Answers an `oauthbearer.token_refresh` event.
+    # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this
+    # consumer).
     def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
-      error = open_client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
+      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
+
+      error = @token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
       raise KafkaError.new(*error) if error
+    end
+
+    # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
+    # reports it and asks again later.
+    def oauthbearer_set_token_failure(reason)
+      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
+
+      @token_state.oauthbearer_set_token_failure(reason.to_s)
+      nil
     end
 
     def closed? = @closed
@@ -237,13 +249,15 @@ module Sluice
       client = Native::Consumer.new(@config.kafka_pairs)
       state = Polling::PolledClient.new(kind: :consumer, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS,
                                         logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                        periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
+                                        periodic_poll_interval: @config.polling.fd.periodic_poll_interval, bearer: self)
+      @token_state = state # before register: the first token refresh may be answered inside it
       @poller.register(state)
       @client = client
       @state = state
+      @refusals_raised = 0
       @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2, seek_timeout_ms: @config.max_wait_timeout,
                          rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), instrument: method(:instrument)),
-                         instrument: method(:instrument))
+                         instrument: method(:instrument), refused: method(:new_auth_failure))
     rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
       @poller.unregister(state) if state
       client&.destroy
@@ -253,6 +267,17 @@ module Sluice
     LEADER_PENDING = %i[not_leader_for_partition leader_not_available unknown_topic_or_part].freeze
     WATERMARKS_RETRY = 0.1 # s
     private_constant :LEADER_PENDING, :WATERMARKS_RETRY
+
+    # The authentication or TLS failure that kept every broker down since the
+    # reader last raised one, or nil: raised once per report, so a reader
+    # that goes on raises again only while librdkafka still fails.
+    def new_auth_failure
+      refusals = @state.refusals
+      return if refusals == @refusals_raised
+
+      @refusals_raised = refusals
+      @state.auth_failure
+    end
 
     def open_client
       raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed

@@ -31,7 +31,7 @@ module Sluice
     # @raise [Errors::ProduceError]
     def wait(max_wait_timeout: nil, raise_response_error: true)
       @notifier.wait_for(self, max_wait_timeout || @notifier.max_wait_timeout) if @offset.nil?
-      raise Errors::ProduceError.new(@error, delivery_report: self) if raise_response_error && @error
+      raise failure_class.new(@error, delivery_report: self) if raise_response_error && @error
 
       self
     end
@@ -56,5 +56,9 @@ module Sluice
     end
 
     def inspect = pending? ? "#<#{self.class.name} topic=#{@topic.inspect} pending>" : super
+
+    private
+
+    def failure_class = @error.authentication? ? Errors::AuthenticationError : Errors::ProduceError
   end
 end

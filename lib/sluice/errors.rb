@@ -92,6 +92,22 @@ module Sluice
       def retryable? = kafka_error.retryable?
     end
 
+    # The broker refused the client's credentials (SASL: #code :authentication)
+    # or TLS failed (#code :ssl: wrong CA), and no broker is usable: raised by
+    # produce_sync, DeliveryHandle#wait, flush and Consumer#poll, each_message
+    # and each_batch within about a second, not after message.timeout.ms.
+    # #kafka_error has librdkafka's reason. The client stays usable: once the
+    # broker accepts it (rotated credentials), it delivers and reads again.
+    class AuthenticationError < KafkaCallError
+      # the failed message's report, for a producer's handle
+      attr_reader :delivery_report
+
+      def initialize(kafka_error, delivery_report: nil)
+        super("authentication", kafka_error)
+        @delivery_report = delivery_report
+      end
+    end
+
     # produce_many_* failed part-way: #dispatched holds the handles of the
     # messages enqueued before the failure (they are on their way; producing
     # them again would duplicate them). #cause is the failure itself.

@@ -12,6 +12,9 @@ module Sluice
       not_enough_replicas_after_append unknown_topic_or_part not_coordinator coordinator_not_available
     ].freeze
 
+    # The broker refused the client's credentials, or TLS failed.
+    AUTHENTICATION = %i[authentication ssl].freeze
+
     attr_reader :code, :number, :description
 
     # @param number [Integer] librdkafka's rd_kafka_resp_err_t
@@ -27,6 +30,7 @@ module Sluice
 
     def fatal? = @fatal
     def retryable? = @retryable
+    def authentication? = AUTHENTICATION.include?(@code)
     # The transaction must be aborted before the producer can go on.
     def abortable? = @abortable
 

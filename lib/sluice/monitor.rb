@@ -61,6 +61,7 @@ module Sluice
       @mutex = Mutex.new
       # Copy-on-write: the poller reads the listener lists without locking.
       @listeners = {}.freeze
+      @deferred = {} # event name => waiters for its first listener (under @mutex)
     end
 
     # @overload subscribe(event_name, &block)
@@ -84,6 +85,26 @@ module Sluice
         kept = @listeners.transform_values { |list| list.reject { |l| same_listener?(l, block_or_listener) }.freeze }
         @listeners = kept.reject { |_, list| list.empty? }.freeze
       end
+    end
+
+    # For a request that only a listener can answer (a token refresh fired
+    # inside Producer.new, before the application could subscribe): when
+    # nobody listens to `name` yet, waiter.subscribed(name) is called once the
+    # first listener subscribes, on the subscriber's thread.
+    # @return [Boolean] deferred (false: someone listens already, go on)
+    def defer_until_subscribed(name, waiter)
+      @mutex.synchronize do
+        return false if @listeners.key?(name)
+
+        waiters = @deferred.fetch(name, NONE)
+        @deferred[name] = waiters + [waiter] unless waiters.include?(waiter)
+      end
+      true
+    end
+
+    # A closed client waits for nothing any more.
+    def forget_deferred(waiter)
+      @mutex.synchronize { @deferred.transform_values! { |waiters| waiters - [waiter] } }
     end
 
     # Cheap check so hot paths build payloads only for someone.
@@ -151,10 +172,12 @@ module Sluice
     end
 
     def add(name, callable)
-      @mutex.synchronize do
+      waiters = @mutex.synchronize do
         list = (@listeners.fetch(name, NONE) + [callable]).freeze
         @listeners = @listeners.merge(name => list).freeze
+        @deferred.delete(name)
       end
+      waiters&.each { |waiter| waiter.subscribed(name) }
     end
 
     def checked_name(name)

@@ -125,15 +125,30 @@ module Sluice
 
     # Waits until every message produced so far has its delivery report.
     # @return [Boolean] false when timeout_ms passed first
+    # @raise [Errors::AuthenticationError] messages failed meanwhile because
+    #   the broker refused the client's credentials or TLS
     def flush(timeout_ms = nil)
       ensure_open!
-      wait_for_deliveries(timeout_ms)
+      refusals = @state.refusals
+      wait_for_deliveries(timeout_ms).tap do
+        failure = @state.auth_failure if @state.refusals != refusals
+        raise Errors::AuthenticationError, failure if failure
+      end
     end
 
-    # Answers an `oauthbearer.token_refresh` event.
+    # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this
+    # producer). Works inside Producer.new too, where the first refresh may
+    # be served.
     def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
-      error = @client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
+      error = @token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
       raise KafkaError.new(*error) if error
+    end
+
+    # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
+    # reports it and asks again later.
+    def oauthbearer_set_token_failure(reason)
+      @token_state.oauthbearer_set_token_failure(reason.to_s)
+      nil
     end
 
     # Messages not yet confirmed by a delivery report.

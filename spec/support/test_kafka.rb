@@ -5,6 +5,13 @@
 module TestKafka
   BROKERS = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:#{ENV.fetch("KAFKA_PORT", "9092")}")
   SASL_BROKERS = ENV.fetch("KAFKA_SASL_BROKERS", "127.0.0.1:#{ENV.fetch("KAFKA_SASL_PORT", "9094")}")
+  # bin/kafka's SASL_PLAINTEXT listener for SCRAM-SHA-512 and PLAIN, its SSL and SASL_SSL listeners,
+  # the test user (SCRAM and PLAIN) and the CA that signed the broker's certificate (made at start).
+  SCRAM_BROKERS = ENV.fetch("KAFKA_SCRAM_BROKERS", "127.0.0.1:#{ENV.fetch("KAFKA_SCRAM_PORT", "9095")}")
+  SSL_BROKERS = ENV.fetch("KAFKA_SSL_BROKERS", "127.0.0.1:#{ENV.fetch("KAFKA_SSL_PORT", "9096")}")
+  SASL_SSL_BROKERS = ENV.fetch("KAFKA_SASL_SSL_BROKERS", "127.0.0.1:#{ENV.fetch("KAFKA_SASL_SSL_PORT", "9097")}")
+  USER = { "sasl.username": "alice", "sasl.password": "alice-secret" }.freeze
+  TLS_CA = ENV.fetch("KAFKA_TLS_CA") { File.expand_path("../../tmp/kafka/#{BROKERS.split(",").first.split(":").last}/tls/ca.pem", __dir__) }
   MODE = ENV.fetch("SLUICE_POLLING_MODE", "fd").to_sym
 
   # name => [partitions, topic configs]
@@ -29,6 +36,14 @@ module TestKafka
   }.freeze
 
   class << self
+    # Adds or changes a SCRAM-SHA-512 user on the broker (credentials rotated while a client retries).
+    def scram_user(name, password)
+      port = BROKERS.split(",").first.split(":").last
+      command = [File.expand_path("../../bin/kafka", __dir__), "scram-user", name, password]
+      out = IO.popen({ "KAFKA_PORT" => port }, command, err: %i[child out], &:read)
+      raise "bin/kafka scram-user failed: #{out}" unless $?.success? # rubocop:disable Style/SpecialGlobalVars
+    end
+
     def prepare!
       return if @prepared
 

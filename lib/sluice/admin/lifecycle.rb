@@ -27,10 +27,19 @@ module Sluice
         nil
       end
 
-      # Answers an `oauthbearer.token_refresh` event.
+      # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this admin).
       def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
-        error = open_client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
+        open_client
+        error = @state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
         raise KafkaError.new(*error) if error
+      end
+
+      # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
+      # reports it and asks again later.
+      def oauthbearer_set_token_failure(reason)
+        open_client
+        @state.oauthbearer_set_token_failure(reason.to_s)
+        nil
       end
 
       # @api private — Shutdown's at_exit hook.
@@ -42,10 +51,10 @@ module Sluice
         client = Native::Admin.new(@config.kafka_pairs)
         state = Polling::PolledClient.new(kind: :admin, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS, results: @requests,
                                           logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                          periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
-        @poller.register(state)
+                                          periodic_poll_interval: @config.polling.fd.periodic_poll_interval, bearer: self)
         @client = client
-        @state = state
+        @state = state # before register: the first token refresh may be answered inside it
+        @poller.register(state)
         @monitor.instrument("admin.connected", admin_id: @id)
       rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
         @poller.unregister(state) if state

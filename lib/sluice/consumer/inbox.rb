@@ -30,8 +30,13 @@ module Sluice
       # At most this long (s) between two polls while buffered messages are handed out (see #keep_polling).
       KEEP_POLLING = 1.0
 
-      def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:)
+      # @param refused [#call] the KafkaError of an authentication failure not
+      #   raised yet, or nil (the reader raises it instead of waiting on)
+      def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:, refused: -> {})
         @client = client
+        @refused = refused
+        @auth_watch = Polling::AuthWatch.new
+        @refused_error = nil
         @seek_timeout_ms = seek_timeout_ms
         @rebalancer = rebalancer
         @instrument = instrument
@@ -69,6 +74,7 @@ module Sluice
           return nil if @stopped
           next if refill
 
+          raise_refused
           return nil if deadline && now >= deadline
 
           wait(deadline)
@@ -87,6 +93,8 @@ module Sluice
           return batch if batch.size >= max_items
           return (batch.empty? ? nil : batch) if @stopped
           next if refill
+
+          raise_refused if batch.empty?
           return batch if now >= deadline
 
           wait(deadline)
@@ -282,7 +290,9 @@ module Sluice
           drop(given_up)
           given_up
         when :error
-          @instrument.call("error.occurred", type: "consumer.error", error: KafkaError.new(item[1], item[2], fatal: item[3]))
+          error = KafkaError.new(item[1], item[2], fatal: item[3])
+          @refused_error = @auth_watch.observe(error) || @refused_error
+          @instrument.call("error.occurred", type: "consumer.error", error: error)
           EMPTY
         when :eof # with enable.partition.eof: nothing more in the partition for now
           @instrument.call("consumer.partition_eof", topic: item[1], partition: item[2], offset: item[3])
@@ -294,6 +304,14 @@ module Sluice
 
       # Until the deadline, and at most half of max.poll.interval.ms: the
       # drain after it counts as polling (librdkafka's own test).
+      # Nothing to hand out, and the broker refused the consumer's credentials
+      # (reported on this queue, or on the main queue: see Consumer#new_auth_failure).
+      def raise_refused
+        error = @refused_error || @refused.call
+        @refused_error = nil
+        raise Errors::AuthenticationError, error if error
+      end
+
       def wait(deadline)
         return if @client.consume_exhausted? # the pipe is empty but events are left: no wake-up will come
 

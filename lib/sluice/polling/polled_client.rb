@@ -27,13 +27,16 @@ module Sluice
       NO_PARTITION = -1
       NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
 
-      attr_reader :kind, :client_id, :client, :monitor, :max_time, :periodic_poll_interval, :purged
+      attr_reader :kind, :client_id, :client, :monitor, :max_time, :periodic_poll_interval, :purged, :refusals
       attr_accessor :token
 
       # @param kind [Symbol] :producer (names events and payload keys)
       # @param results [#deliver, nil] where an admin client's request results go
-      def initialize(kind:, client_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:, results: nil)
+      # @param bearer [Producer, Consumer, Admin] what answers a token refresh (event[:bearer])
+      def initialize(kind:, client_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:, results: nil,
+                     bearer: nil)
         @kind = kind
+        @bearer = bearer
         @client_id = client_id
         @id_key = :"#{kind}_id"
         @client = client
@@ -51,7 +54,16 @@ module Sluice
         @served_at = now
         @purged = 0
         @statistics = Instrumentation::StatisticsDecorator.new
+        @token_lock = Mutex.new
+        @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
+        @token_answers = 0
+        @auth_watch = AuthWatch.new
+        @refusals = 0 # times every broker was down for an authentication failure
       end
+
+      # The authentication or TLS failure (a KafkaError) that keeps every
+      # broker down, or nil.
+      def auth_failure = @auth_watch.current
 
       # Drains the queue and dispatches what it found, for at most budget_ms
       # (negative: until empty). Dispatch counts against the budget too: it is
@@ -111,7 +123,11 @@ module Sluice
       end
 
       # After this the poller ignores the state (a snapshot may still name it).
-      def close! = @closed = true
+      def close!
+        @closed = true
+        @monitor.forget_deferred(self)
+      end
+
       def closed? = @closed
 
       def instrument(name, payload = {})
@@ -129,6 +145,23 @@ module Sluice
       rescue StandardError, ScriptError => e
         dispatch_failed(e)
       end
+
+      # The owner's #oauthbearer_set_token: counted, so that a refresh its
+      # listeners left unanswered can be told to librdkafka (see #token_refresh).
+      def oauthbearer_set_token(token, lifetime_ms, principal_name, extensions)
+        @token_answers += 1
+        @client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions)
+      end
+
+      def oauthbearer_set_token_failure(reason)
+        @token_answers += 1
+        @client.oauthbearer_set_token_failure(reason)
+      end
+
+      # Called by the monitor, on the subscriber's thread, when the first
+      # oauthbearer.token_refresh listener arrives after a refresh nobody
+      # could answer (the first one fires inside Producer.new/Consumer.new).
+      def subscribed(_event_name) = answer_token_refresh
 
       def inspect = "#<#{self.class.name} #{@kind} #{@client_id.inspect}#{" closed" if @closed}>"
 
@@ -197,6 +230,8 @@ module Sluice
         fatal = @client.fatal_error
         if fatal
           failed_with(handle.resolve_error(partition, offset, KafkaError.new(*fatal, fatal: true)))
+        elsif PURGE_ERRORS.include?(code) && (refused = auth_failure)
+          failed_with(handle.resolve_error(partition, offset, refused))
         elsif PURGE_ERRORS.include?(code)
           @purged += 1
           announce_purge(handle.resolve(partition, offset, code))
@@ -216,12 +251,34 @@ module Sluice
 
       def dispatch_event(type, a, b, c)
         case type
-        when :error then instrument("error.occurred", type: "librdkafka.error", error: KafkaError.new(a, b, fatal: c))
+        when :error then librdkafka_error(a, b, c)
         when :statistics then statistics(a)
         when :oauthbearer_token_refresh then token_refresh(a)
         when :offset_commit then offsets_committed(a, b)
         when :admin_result then @results&.deliver(a)
         when :log then @logger.add(LOG_SEVERITIES.fetch(a, Logger::INFO), "[#{@client_id}] #{b}: #{c}")
+        end
+      end
+
+      # An authentication or TLS failure followed by every broker down: no
+      # message can be delivered until the broker accepts the client, so the
+      # pending ones fail now, with that failure, instead of after
+      # message.timeout.ms. The client stays: librdkafka keeps reconnecting,
+      # and what is produced after rotated credentials is delivered.
+      def librdkafka_error(code, reason, fatal)
+        error = KafkaError.new(code, reason, fatal: fatal)
+        refuse_pending if @auth_watch.observe(error)
+        instrument("error.occurred", type: "librdkafka.error", error: error)
+      end
+
+      # A producer's pending messages fail; a consumer's reader wakes up to
+      # raise it (Consumer#poll, each_message, each_batch).
+      def refuse_pending
+        @refusals += 1
+        if @kind == :producer
+          @client.purge if @client.inflight_count.positive?
+        else
+          @client.wake_messages
         end
       end
 
@@ -239,12 +296,38 @@ module Sluice
         instrument("statistics.emitted", statistics: @statistics.call(JSON.parse(json)))
       end
 
+      # Without a listener the request waits for the first one to subscribe
+      # (Monitor#defer_until_subscribed); librdkafka is told of the failure
+      # meanwhile, so that it reports it and asks again later anyway.
       def token_refresh(bearer_config)
-        if @monitor.listening?("oauthbearer.token_refresh")
-          instrument("oauthbearer.token_refresh", bearer_config: bearer_config)
+        @token_lock.synchronize { @pending_token_refresh = [bearer_config] }
+        if @monitor.defer_until_subscribed("oauthbearer.token_refresh", self)
+          token_failure("no oauthbearer.token_refresh listener to provide a token")
         else
-          @client.oauthbearer_set_token_failure("no oauthbearer.token_refresh listener to provide a token")
+          answer_token_refresh
         end
+      end
+
+      # Once per request, whichever thread comes first (the poller, or a
+      # subscriber). A request the listeners did not answer ends in a token
+      # failure: without one librdkafka would never ask again.
+      def answer_token_refresh
+        pending = @token_lock.synchronize { @pending_token_refresh.tap { @pending_token_refresh = nil } }
+        return if pending.nil? || @closed
+
+        bearer_config, = pending
+        answers = @token_answers
+        begin
+          instrument("oauthbearer.token_refresh", bearer_config: bearer_config, bearer: @bearer)
+        ensure
+          token_failure("the oauthbearer.token_refresh listeners set no token") if @token_answers == answers
+        end
+      end
+
+      def token_failure(reason)
+        @client.oauthbearer_set_token_failure(reason) unless @closed
+      rescue Errors::ClientClosedError
+        nil # closed meanwhile: nobody to tell
       end
     end
   end

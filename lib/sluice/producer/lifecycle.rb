@@ -72,7 +72,8 @@ module Sluice
         client.handles(DeliveryHandle, @notifier)
         state = Polling::PolledClient.new(kind: :producer, client_id: @id, client: client, monitor: @monitor, notifier: @notifier,
                                           logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                          periodic_poll_interval: @config.polling.fd.periodic_poll_interval)
+                                          periodic_poll_interval: @config.polling.fd.periodic_poll_interval, bearer: self)
+        @token_state = state # before register: the first token refresh may be answered inside it
         @notifier.attach(@poller, state)
         @poller.register(state)
         @topic_configs.register(client) { @client = client }

@@ -14,6 +14,9 @@ module Sluice
       # transaction.timeout.ms for init); shorter values risk desynchronising
       # the transaction state when a request fails.
       DEFAULT_TIMEOUT = -1
+      # How long one init_transactions call waits (ms) before checking for an
+      # authentication failure.
+      INIT_SLICE = 500
 
       # The open transaction: who runs it, where it stands (:opening, :open,
       # :ending, or :aborted once close took it over) and its first delivery
@@ -116,10 +119,22 @@ module Sluice
         txn
       end
 
+      # In slices (librdkafka lets a timed-out init_transactions be called
+      # again): a broker that refuses the credentials would make an unbounded
+      # one wait forever.
       def prepare_transactions
         return if @transactions_ready
 
-        transactional(:init_transactions, DEFAULT_TIMEOUT)
+        begin
+          transactional(:init_transactions, INIT_SLICE)
+        rescue Errors::TransactionError => e
+          raise unless e.code == :timed_out
+
+          failure = @state.auth_failure
+          raise Errors::AuthenticationError, failure if failure
+
+          retry
+        end
         @transactions_ready = true
       end
 

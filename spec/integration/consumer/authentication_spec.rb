@@ -1,0 +1,79 @@
+# frozen_string_literal: true
+
+# A consumer whose credentials or CA the broker refuses: poll, each_message and
+# each_batch raise AuthenticationError once librdkafka reports the failure
+# with every broker down, instead of returning nothing forever.
+RSpec.describe "Authentication and TLS failures on the consumer", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-1p" }
+
+  def consumer_with(kafka)
+    consumer = Sluice::Consumer.new do |config|
+      config.kafka = { "group.id": "sluice-spec-auth-#{rand(1 << 30)}", "auto.offset.reset": "earliest",
+                       "reconnect.backoff.max.ms": 500 }.merge(kafka)
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+    end
+    consumers << consumer
+    consumer
+  end
+
+  def consumers = (@consumers ||= [])
+
+  after { consumers.each(&:close) }
+
+  def scram(password:, user: "alice")
+    { "bootstrap.servers": TestKafka::SCRAM_BROKERS, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512",
+      "sasl.username": user, "sasl.password": password }
+  end
+
+  def auth_error_within(limit)
+    started = monotonic
+    yield
+    raise RSpec::Expectations::ExpectationNotMetError, "no AuthenticationError raised"
+  rescue Sluice::Errors::AuthenticationError => e
+    expect(monotonic - started).to be < limit
+    e
+  end
+
+  it "raises AuthenticationError from poll, each_message and each_batch with a wrong SCRAM password" do
+    consumer = consumer_with(scram(password: "wrong"))
+    consumer.subscribe(topic)
+
+    error = auth_error_within(5) { consumer.poll(30_000) }
+    expect(error.code).to eq(:authentication)
+    expect(error.kafka_error.message).to match(/invalid credentials/)
+    read = Queue.new # nothing may arrive: every read must end in the error
+    auth_error_within(5) { consumer.each_message { |message| read << message } }
+    auth_error_within(5) { consumer.each_batch(max_wait: 100) { |batch| read << batch } }
+    expect(read).to be_empty
+  end
+
+  it "raises it with code :ssl when the broker's certificate is not trusted" do
+    consumer = consumer_with("bootstrap.servers": TestKafka::SSL_BROKERS, "security.protocol": "SSL",
+                             "ssl.ca.location": "/etc/ssl/certs/ca-certificates.crt")
+    consumer.subscribe(topic)
+
+    expect(auth_error_within(5) { consumer.poll(30_000) }.code).to eq(:ssl)
+  end
+
+  it "stays alive and reads once the broker accepts the credentials (rotated)" do
+    offset = build_producer.produce_sync(topic: topic, payload: "read after rotation").offset
+    user = "rotated-#{rand(1 << 30)}"
+    consumer = consumer_with(scram(user: user, password: "new-secret"))
+    consumer.assign(topic => { 0 => offset })
+    auth_error_within(5) { consumer.poll(30_000) }
+
+    TestKafka.scram_user(user, "new-secret")
+
+    deadline = monotonic + 20
+    begin
+      message = consumer.poll(20_000)
+    rescue Sluice::Errors::AuthenticationError # a failure reported before the broker had the user
+      retry if monotonic < deadline
+      raise
+    end
+    expect(message&.payload).to eq("read after rotation")
+  end
+end

@@ -1,0 +1,95 @@
+# frozen_string_literal: true
+
+# Wrong credentials or TLS: librdkafka knows within a second (an :authentication
+# or :ssl error, then every broker down); the caller gets an AuthenticationError
+# carrying that reason, not a timeout after max_wait_timeout or
+# message.timeout.ms. Against bin/kafka's SCRAM/PLAIN, SSL and SASL_SSL listeners.
+RSpec.describe "Authentication and TLS failures on the producer", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-1p" }
+  # Long waits: a failure that is not named would show as a timeout after them.
+  let(:patience) { 30_000 }
+
+  def scram(password:, user: "alice", brokers: TestKafka::SCRAM_BROKERS, protocol: "SASL_PLAINTEXT", **kafka)
+    { "bootstrap.servers": brokers, "security.protocol": protocol, "sasl.mechanisms": "SCRAM-SHA-512",
+      "sasl.username": user, "sasl.password": password, "reconnect.backoff.max.ms": 500 }.merge(kafka)
+  end
+
+  def producer_with(kafka) = build_producer(kafka: kafka, max_wait_timeout: patience)
+
+  # The AuthenticationError the block raised, within `limit` seconds.
+  def auth_error_within(limit)
+    started = monotonic
+    yield
+    raise RSpec::Expectations::ExpectationNotMetError, "no AuthenticationError raised"
+  rescue Sluice::Errors::AuthenticationError => e
+    expect(monotonic - started).to be < limit
+    e
+  end
+
+  it "raises AuthenticationError from produce_sync with a wrong SCRAM password, with librdkafka's reason" do
+    producer = producer_with(scram(password: "wrong"))
+
+    error = auth_error_within(5) { producer.produce_sync(topic: topic, payload: "x") }
+    expect(error.code).to eq(:authentication)
+    expect(error.kafka_error.message).to match(/SASL authentication error.*invalid credentials/)
+    expect { producer.produce_sync(topic: topic, payload: "again") }.to raise_error(Sluice::Errors::AuthenticationError)
+  end
+
+  it "resolves pending handles with it and raises it from flush" do
+    producer = producer_with(scram(password: "wrong", "sasl.mechanisms": "PLAIN"))
+    handles = Array.new(3) { |i| producer.produce_async(topic: topic, payload: "pending #{i}") }
+
+    auth_error_within(5) { producer.flush(patience) }
+    handles.each do |handle|
+      expect { handle.wait(max_wait_timeout: 0) }.to raise_error(Sluice::Errors::AuthenticationError, /authentication/i)
+    end
+  end
+
+  it "raises it from a transaction, whose init_transactions used to wait forever" do
+    producer = producer_with(scram(password: "wrong", "transactional.id": "sluice-spec-auth-#{rand(1 << 30)}"))
+
+    error = auth_error_within(5) { producer.transaction { producer.produce_sync(topic: topic, payload: "x") } }
+    expect(error.code).to eq(:authentication)
+  end
+
+  it "raises it with code :ssl when the broker's certificate is not trusted" do
+    producer = producer_with("bootstrap.servers": TestKafka::SSL_BROKERS, "security.protocol": "SSL",
+                             "ssl.ca.location": "/etc/ssl/certs/ca-certificates.crt", "reconnect.backoff.max.ms": 500)
+
+    error = auth_error_within(5) { producer.produce_sync(topic: topic, payload: "x") }
+    expect(error.code).to eq(:ssl)
+    expect(error.kafka_error.message).to match(/certificate verify failed/)
+  end
+
+  it "delivers over SSL and SASL_SSL with the test CA, and with good SCRAM and PLAIN credentials" do
+    tls = { "ssl.ca.location": TestKafka::TLS_CA }
+    settings = [
+      { "bootstrap.servers": TestKafka::SSL_BROKERS, "security.protocol": "SSL", **tls },
+      scram(password: "alice-secret", brokers: TestKafka::SASL_SSL_BROKERS, protocol: "SASL_SSL", **tls),
+      scram(password: "alice-secret"),
+      scram(password: "alice-secret", "sasl.mechanisms": "PLAIN")
+    ]
+    settings.each { |kafka| expect(producer_with(kafka).produce_sync(topic: topic, payload: "secured").error).to be_nil }
+  end
+
+  it "stays alive and delivers once the broker accepts the credentials (rotated)" do
+    user = "rotated-#{rand(1 << 30)}"
+    producer = producer_with(scram(user: user, password: "new-secret"))
+    expect { producer.produce_sync(topic: topic, payload: "refused") }.to raise_error(Sluice::Errors::AuthenticationError)
+
+    TestKafka.scram_user(user, "new-secret")
+
+    # A reconnect that failed before the broker had the user may still be
+    # reported: the messages it refused fail, and the next ones get through.
+    deadline = monotonic + 20
+    begin
+      report = producer.produce_sync(topic: topic, payload: "accepted now")
+    rescue Sluice::Errors::AuthenticationError
+      retry if monotonic < deadline
+      raise
+    end
+    expect(report.error).to be_nil
+  end
+end
