@@ -17,6 +17,8 @@ module Sluice
       # How long one init_transactions call waits (ms) before checking for an
       # authentication failure.
       INIT_SLICE = 500
+      # Between two init_transactions calls librdkafka refused as retriable (s).
+      INIT_BACKOFF = 0.1
 
       # The open transaction: who runs it, where it stands (:opening, :open,
       # :ending, or :aborted once close took it over) and its first delivery
@@ -122,17 +124,24 @@ module Sluice
       # In slices (librdkafka lets a timed-out init_transactions be called
       # again): a broker that refuses the credentials would make an unbounded
       # one wait forever.
+      # init_transactions in slices of INIT_SLICE, so an authentication
+      # failure ends it at once, within librdkafka's own bound for one call
+      # (twice transaction.timeout.ms). A slice that ran out, or a retriable
+      # refusal (a fresh cluster's coordinator still loading), is tried again:
+      # one call would have retried those itself.
       def prepare_transactions
         return if @transactions_ready
 
+        deadline = now + (2 * Integer(@config.kafka_setting("transaction.timeout.ms") || 60_000) / 1000.0)
         begin
           transactional(:init_transactions, INIT_SLICE)
         rescue Errors::TransactionError => e
-          raise unless e.code == :timed_out
+          raise unless (e.code == :timed_out || e.kafka_error.retryable?) && !e.fatal? && now < deadline
 
           failure = @state.auth_failure
           raise Errors::AuthenticationError, failure if failure
 
+          sleep(INIT_BACKOFF) unless e.code == :timed_out
           retry
         end
         @transactions_ready = true
