@@ -37,7 +37,8 @@ RSpec.describe "Authentication and TLS failures on the consumer", :kafka do
     e
   end
 
-  it "raises AuthenticationError from poll, each_message and each_batch with a wrong SCRAM password", skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.1") &&
+  it "raises AuthenticationError from poll, each_message and each_batch with a wrong SCRAM password",
+     skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.1") &&
                              "librdkafka 2.0.2 reports a SCRAM refusal differently (seen in CI's system-library pass)") do
     consumer = consumer_with(scram(password: "wrong"))
     consumer.subscribe(topic)

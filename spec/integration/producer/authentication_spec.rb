@@ -28,7 +28,8 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
     e
   end
 
-  it "raises AuthenticationError from produce_sync with a wrong SCRAM password, with librdkafka's reason", skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.1") &&
+  it "raises AuthenticationError from produce_sync with a wrong SCRAM password, with librdkafka's reason",
+     skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.1") &&
                              "librdkafka 2.0.2 reports a SCRAM refusal differently (seen in CI's system-library pass)") do
     producer = producer_with(scram(password: "wrong"))
 
