@@ -147,13 +147,20 @@ client_t *sluice_client_get(VALUE self) {
     return c;
 }
 
+/* What to call the client in an error message (only then: not on every call). */
+static const char *kind_name(VALUE self, const client_t *c) {
+    return c->kind == RD_KAFKA_CONSUMER ? "consumer" : rb_obj_is_kind_of(self, sluice_cAdmin) ? "admin" : "producer";
+}
+
 client_t *sluice_client_open(VALUE self) {
     client_t *c = sluice_client_get(self);
-    const char *kind = c->kind == RD_KAFKA_CONSUMER ? "consumer" : rb_obj_is_kind_of(self, sluice_cAdmin) ? "admin" : "producer";
-    if (sluice_forked(c->pid))
+    if (sluice_forked(c->pid)) {
+        const char *kind = kind_name(self, c);
         rb_raise(sluice_eForked, "this %s was created in process %d and cannot be used in forked process %d; "
                  "create a new %s in the child", kind, (int)c->pid, (int)sluice_current_pid, kind);
-    if (c->closed || !c->rk) rb_raise(c->kind == RD_KAFKA_CONSUMER ? sluice_eConsumerClosed : sluice_eProducerClosed, "%s is closed", kind);
+    }
+    if (c->closed || !c->rk)
+        rb_raise(c->kind == RD_KAFKA_CONSUMER ? sluice_eConsumerClosed : sluice_eProducerClosed, "%s is closed", kind_name(self, c));
     return c;
 }
 
@@ -402,7 +409,8 @@ static void hand_over(client_t *c, struct teardown *t) {
     c->queue = c->cqueue = c->sasl_queue = NULL;
     c->pending = NULL;
     c->relay = NULL;
-    c->topic_count = 0;
+    c->topics = NULL; /* the copy frees the array */
+    c->topic_count = c->topic_capa = 0;
     c->topic_confs = NULL;
     c->topic_conf_count = c->topic_conf_capa = 0;
     c->wake_r = c->wake_w = c->cwake_r = c->cwake_w = -1;
