@@ -24,7 +24,7 @@ module Sluice
     # rd_kafka_ConfigSource_t of settings made on the resource itself (what AlterConfigs replaces)
     DYNAMIC_SOURCE = { RESOURCE_TOPIC => 1, RESOURCE_BROKER => 2 }.freeze
     TIMED_OUT = KafkaError.number_for(:timed_out)
-    METADATA_BACKOFF = 0.05 # s between metadata queries while a change propagates
+    SETTLE_BACKOFF = 0.05 # s between metadata or config queries while a change propagates
     # The librdkafka built against has IncrementalAlterConfigs (2.2+).
     INCREMENTAL = Native::Admin.method_defined?(:incremental_alter_configs)
 
@@ -46,7 +46,7 @@ module Sluice
       topic_exception: Errors::InvalidAdminRequestError,
       policy_violation: Errors::InvalidAdminRequestError
     }.freeze
-    private_constant :RESOURCE_TOPIC, :RESOURCE_BROKER, :DYNAMIC_SOURCE, :TIMED_OUT, :METADATA_BACKOFF, :INCREMENTAL, :ERRORS
+    private_constant :RESOURCE_TOPIC, :RESOURCE_BROKER, :DYNAMIC_SOURCE, :TIMED_OUT, :SETTLE_BACKOFF, :INCREMENTAL, :ERRORS
 
     attr_reader :id, :config, :monitor
 
@@ -110,6 +110,8 @@ module Sluice
     end
 
     # Sets and deletes settings of a topic or broker, leaving the others as they are.
+    # Returns once describe_configs shows the change (the broker answering it
+    # applies the controller's record a few milliseconds after the alter returns).
     # (Before librdkafka 2.2, which has no IncrementalAlterConfigs, the settings
     # made on the resource are read, changed and written back whole.)
     def alter_configs(topic: nil, broker: nil, set: {}, delete: [])
@@ -119,7 +121,7 @@ module Sluice
 
       delete = delete.map(&:to_s)
       check_items!(:alter_configs, name, INCREMENTAL ? alter_incrementally(type, name, set, delete) : alter_whole(type, name, set, delete))
-      nil
+      settle(:alter_configs, name) { configs_show?(type, name, set, delete) }
     end
 
     # @return [Array(Integer, Integer)] [low, high]
@@ -163,11 +165,24 @@ module Sluice
     # call returns once the change shows there, so the next call sees it.
     # @return nil
     def await_metadata(action, name)
+      settle(action, name) { yield(describe_all(action, name)[:topics][name]) }
+    end
+
+    # Until the block is true, within max_wait_timeout.
+    # @return nil
+    def settle(action, name)
       deadline = now + (@config.max_wait_timeout / 1000.0)
-      until yield(describe_all(action, name)[:topics][name])
-        fail!(action, name, TIMED_OUT, "done, but the brokers' metadata did not show it within max_wait_timeout") if now >= deadline
-        sleep(METADATA_BACKOFF) # metadata has no change notification to wait on
+      until yield
+        fail!(action, name, TIMED_OUT, "done, but the brokers did not show it within max_wait_timeout") if now >= deadline
+        sleep(SETTLE_BACKOFF) # neither metadata nor configs have a change notification to wait on
       end
+    end
+
+    # Every setting set shows its value (a sensitive one shows none) and none deleted is still set on the resource.
+    def configs_show?(type, name, set, delete)
+      entries = config_entries(type, name).to_h { |entry| [entry.first, entry] }
+      set.all? { |setting, value| entries[setting]&.then { |entry| entry[5] || entry[1] == value } } &&
+        delete.none? { |setting| entries[setting]&.[](2) == DYNAMIC_SOURCE.fetch(type) }
     end
 
     def partition_info((partition, leader, replicas, isr))
