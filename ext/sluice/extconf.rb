@@ -10,6 +10,8 @@ require_relative "librdkafka_recipe"
 #
 #   SLUICE_USE_SYSTEM_LIBRDKAFKA=1  the system's librdkafka (gem install sluice -- --use-system-librdkafka)
 #   SLUICE_LIBRDKAFKA_ARCHIVE=PATH  the release archive to build from (offline installs); checked by SHA-256
+#   SLUICE_LIBRDKAFKA_URL=URL       where to download it from (a mirror; default: the GitHub release); checked too
+#   SLUICE_LIBRDKAFKA_GSSAPI=0|1    without / with SASL GSSAPI (default: with it if Cyrus SASL is installed)
 #   SLUICE_LIBRDKAFKA_JOBS=N        make -j for librdkafka (default: the number of CPUs)
 #   SLUICE_LIBRDKAFKA_CACHE=DIR     where builds are kept (default: tmp/librdkafka of the checkout or gem)
 #   SLUICE_WERROR=1                 compiler warnings are errors (CI)
@@ -65,6 +67,19 @@ def bundled_librdkafka
   message "sluice: librdkafka #{SluiceBuild::Librdkafka::VERSION} linked in, built with #{build.built_with.join(" ")}\n"
 rescue SluiceBuild::Librdkafka::Error => e
   fail_build e.message
+end
+
+# A compiler first: without one neither librdkafka nor the extension builds,
+# and what fails later (mini_portile2's configure, mkmf's header checks) says little.
+compiles = begin
+  try_link("int main(void) { return 0; }")
+rescue RuntimeError # mkmf's "The compiler failed to generate an executable file"
+  false
+end
+unless compiles
+  fail_build "no working C compiler: #{RbConfig::CONFIG["CC"]} could not build a test program (mkmf.log says why). " \
+             "Install one (Debian/Ubuntu: apt-get install build-essential; Alpine: apk add build-base; macOS: " \
+             "xcode-select --install), or install the precompiled gem, which compiles nothing (x86_64 Linux, Ruby 3.1)"
 end
 
 SYSTEM_LIBRDKAFKA ? system_librdkafka : bundled_librdkafka

@@ -18,11 +18,17 @@ module SluiceBuild
     CHECKSUMS = Sluice::LIBRDKAFKA.fetch(:sha256)
     RELEASE_URL = "https://github.com/confluentinc/librdkafka/archive/refs/tags/v#{VERSION}.tar.gz".freeze
     ARCHIVE_ENV = "SLUICE_LIBRDKAFKA_ARCHIVE"
+    URL_ENV = "SLUICE_LIBRDKAFKA_URL" # a mirror of the release archive
 
     # Features built in: the compressions, SSL, SASL PLAIN/SCRAM/OAUTHBEARER.
-    # No libcurl (OIDC token fetching), the bundled lz4; GSSAPI only where
-    # Cyrus SASL is installed (configure's "try").
+    # No libcurl (OIDC token fetching), the bundled lz4. GSSAPI (Kerberos)
+    # needs Cyrus SASL, which is linked dynamically: by default built in where
+    # its headers are installed (configure's "try"); SLUICE_LIBRDKAFKA_GSSAPI=0
+    # leaves it out (the precompiled gem, which must load on a bare system),
+    # =1 requires it.
     CONFIGURE = %w[--enable-static --enable-ssl --enable-zstd --disable-lz4-ext --disable-curl --disable-syslog].freeze
+    GSSAPI_ENV = "SLUICE_LIBRDKAFKA_GSSAPI"
+    GSSAPI = { "" => [], "0" => %w[--disable-gssapi], "1" => %w[--enable-gssapi] }.freeze
 
     Result = Struct.new(:include_dir, :archive, :libs, :built_with, keyword_init: true)
 
@@ -39,6 +45,7 @@ module SluiceBuild
     # @return [Result]
     # @raise [Error] with what to do about it
     def build
+      configure_options # refuses an unknown GSSAPI setting before anything is downloaded
       prefix = File.join(@cache_root, "#{VERSION}-#{options_digest}")
       done = File.join(prefix, "sluice-build.done")
       if File.exist?(done)
@@ -54,8 +61,13 @@ module SluiceBuild
 
     def say(text) = @log.puts("sluice: #{text}")
 
+    def configure_options
+      setting = ENV.fetch(GSSAPI_ENV, "")
+      CONFIGURE + GSSAPI.fetch(setting) { raise Error, "#{GSSAPI_ENV}=#{setting}: expected 0 (without GSSAPI) or 1 (with it)" }
+    end
+
     def options_digest
-      Digest::SHA256.hexdigest([CONFIGURE, RbConfig::CONFIG["CC"], ENV.fetch("CC", ""), ENV.fetch("CFLAGS", "")].join("\n"))[0, 12]
+      Digest::SHA256.hexdigest([configure_options, RbConfig::CONFIG["CC"], ENV.fetch("CC", ""), ENV.fetch("CFLAGS", "")].join("\n"))[0, 12]
     end
 
     # The archive to build from, verified: SLUICE_LIBRDKAFKA_ARCHIVE, else one
@@ -67,8 +79,10 @@ module SluiceBuild
       found = @archive_dirs.flat_map { |dir| CHECKSUMS.keys.map { |name| File.join(dir, name) } }.find { |path| File.file?(path) }
       return verified(found, found) if found
 
-      verified(download, RELEASE_URL)
+      verified(download, url)
     end
+
+    def url = ENV.fetch(URL_ENV, "").then { |given| given.empty? ? RELEASE_URL : given }
 
     def verified(path, source)
       raise Error, "#{source}: no such file" unless File.file?(path)
@@ -89,13 +103,13 @@ module SluiceBuild
       return path if File.file?(path)
 
       FileUtils.mkdir_p(File.dirname(path))
-      say "librdkafka #{VERSION}: downloading #{RELEASE_URL}"
-      fetch(URI(RELEASE_URL), "#{path}.part")
+      say "librdkafka #{VERSION}: downloading #{url}"
+      fetch(URI(url), "#{path}.part")
       File.rename("#{path}.part", path)
       path
     rescue StandardError => e
       FileUtils.rm_f("#{path}.part") if path
-      raise Error, "could not download #{RELEASE_URL} (#{e.class}: #{e.message}). Without network, download it " \
+      raise Error, "could not download #{url} (#{e.class}: #{e.message}). Without network, download it " \
                    "elsewhere and set #{ARCHIVE_ENV}=/path/to/v#{VERSION}.tar.gz (Debian's librdkafka_#{VERSION}.orig.tar.gz " \
                    "works too), or build against the system's librdkafka with SLUICE_USE_SYSTEM_LIBRDKAFKA=1"
     end
@@ -116,8 +130,8 @@ module SluiceBuild
     end
 
     def cook(archive, prefix)
-      recipe = Recipe.new(archive, prefix)
-      say "librdkafka #{VERSION}: building (configure #{CONFIGURE.join(" ")}; make -j#{recipe.jobs}); logs under #{recipe.work_root}"
+      recipe = Recipe.new(archive, prefix, configure_options)
+      say "librdkafka #{VERSION}: building (configure #{configure_options.join(" ")}; make -j#{recipe.jobs}); logs under #{recipe.work_root}"
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       recipe.cook_here
       say format("librdkafka %s: built in %.0f s into %s", VERSION, Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, prefix)
@@ -144,7 +158,7 @@ module SluiceBuild
   class Recipe
     attr_reader :jobs, :work_root
 
-    def initialize(archive, prefix)
+    def initialize(archive, prefix, configure_options)
       begin
         require "mini_portile2"
       rescue LoadError
@@ -153,6 +167,7 @@ module SluiceBuild
       end
       @archive = archive
       @prefix = prefix
+      @configure_options = configure_options
       @work_root = "#{prefix}.work"
       @jobs = Integer(ENV.fetch("SLUICE_LIBRDKAFKA_JOBS", Etc.nprocessors.to_s))
     end
@@ -163,7 +178,7 @@ module SluiceBuild
       portile = portile_class.new("librdkafka", Librdkafka::VERSION)
       portile.files = [{ url: "file://#{File.expand_path(@archive)}", sha256: Digest::SHA256.file(@archive).hexdigest }]
       portile.target = @work_root
-      portile.configure_options = ["--prefix=#{@prefix}", *Librdkafka::CONFIGURE]
+      portile.configure_options = ["--prefix=#{@prefix}", *@configure_options]
       portile.jobs = @jobs
       Dir.chdir(@work_root) do # mini_portile2 unpacks under ./tmp
         portile.cook

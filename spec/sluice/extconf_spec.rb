@@ -73,9 +73,38 @@ RSpec.describe "ext/sluice/extconf.rb" do
       end
     end
 
+    it "names SLUICE_LIBRDKAFKA_ARCHIVE when the archive cannot be downloaded, and keeps no partial download" do
+      Dir.mktmpdir("sluice-cache-") do |cache|
+        url = "http://127.0.0.1:1/v#{pinned}.tar.gz" # nothing listens on port 1: as good as no network
+        output, ok = configure(extconf, env: { "SLUICE_LIBRDKAFKA_CACHE" => cache, "SLUICE_LIBRDKAFKA_URL" => url })
+        expect(ok).to be(false)
+        expect(output).to include("could not download #{url}", "SLUICE_LIBRDKAFKA_ARCHIVE=/path/to/v#{pinned}.tar.gz",
+                                  "SLUICE_USE_SYSTEM_LIBRDKAFKA=1")
+        expect(Dir.glob("**/*", base: cache).grep(/\.(part|tar\.gz)\z/)).to eq([])
+      end
+    end
+
+    it "refuses an unknown SLUICE_LIBRDKAFKA_GSSAPI before fetching anything" do
+      output, ok = configure_bundled(extconf, "SLUICE_LIBRDKAFKA_GSSAPI" => "yes")
+      expect([ok, output]).to match([false, a_string_including("SLUICE_LIBRDKAFKA_GSSAPI=yes: expected 0 (without GSSAPI) or 1")])
+      expect(output).not_to include("downloading")
+    end
+
     it "names the file when SLUICE_LIBRDKAFKA_ARCHIVE points nowhere" do
       output, ok = configure_bundled(extconf, "SLUICE_LIBRDKAFKA_ARCHIVE" => "/nonexistent/librdkafka.tar.gz")
       expect([ok, output]).to match([false, a_string_including("SLUICE_LIBRDKAFKA_ARCHIVE=/nonexistent/librdkafka.tar.gz: no such file")])
+    end
+  end
+
+  it "says when there is no C compiler, before building anything" do
+    Dir.mktmpdir("sluice-path-") do |bin|
+      # Every command of the system but the compilers: a machine without build tools.
+      tools = Dir["/usr/bin/*", "/bin/*"].reject { |tool| File.basename(tool).match?(/gcc|g\+\+|\Ac\+\+|\Acc\z|\Acpp|clang|\Atcc/) }
+      tools.each { |tool| FileUtils.ln_sf(tool, File.join(bin, File.basename(tool))) }
+      output, ok = configure(extconf, env: { "PATH" => bin })
+      expect(ok).to be(false)
+      expect(output).to include("sluice: no working C compiler", "build-essential", "precompiled gem")
+      expect(output).not_to include("building")
     end
   end
 

@@ -32,7 +32,8 @@ module TestKafka
     # recovery (consumer/crash_recovery_spec.rb): input and a transform's output.
     "sluice-spec-cgroup" => [6, nil],
     "sluice-spec-cgroup-out" => [3, nil],
-    "sluice-spec-close" => [3, nil] # consumer_close_bounds_spec.rb
+    "sluice-spec-close" => [3, nil], # consumer_close_bounds_spec.rb
+    "sluice-spec-gem" => [1, nil] # packaging/: installed gems round-trip messages
   }.freeze
 
   class << self
