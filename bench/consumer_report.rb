@@ -48,15 +48,21 @@ module Bench
       list.size == 1 ? list.first.to_s : format("%d (%d-%d)", median(list), list.min, list.max)
     end
 
+    # Issue 17's goals, each against this run's figures.
     def targets_text
       c = c_rate(1)
       lines = ConsumerRun::TARGETS.map do |api, goal|
         rate = median(throughputs(consumers: 1, api: api.to_s).map { _1[:rate] })
         next if rate.zero?
 
-        third = api == :each_batch && c.positive? ? format(", 1/3 of C: %d", c / 3) : ""
-        met = rate >= goal && (third.empty? || rate >= c / 3)
-        format("- %s, 1 consumer (median of both modes): %d msg/s; target %d%s: %s", api, rate, goal, third, met ? "met" : "missed")
+        half = api == :each_batch && c.positive? ? format(" or half of C (%d)", c / 2) : ""
+        met = rate >= goal || (!half.empty? && rate >= c / 2)
+        format("- %s, 1 consumer (median of both modes): %d msg/s; target %d%s: %s", api, rate, goal, half, met ? "met" : "missed")
+      end
+      best = throughputs(consumers: 6).group_by { _1[:api] }.transform_values { |cells| median(cells.map { _1[:rate] }) }.max_by(&:last)
+      if best
+        lines << format("- 6 consumers in one process (%s, median of both modes): %d msg/s; target %d: %s",
+                        best[0], best[1], ConsumerRun::SIX_TARGET, best[1] >= ConsumerRun::SIX_TARGET ? "met" : "missed")
       end
       lines.compact.join("\n")
     end
@@ -65,7 +71,7 @@ module Bench
       return "" if throughputs(tuned: true).empty?
 
       <<~MD
-        ### The same with `#{ConsumerRun::TUNED.map { |k, v| "#{k}=#{v}" }.join(" ")}` (sluice and ccbench)
+        ### The same with `#{tuned_settings.map { |k, v| "#{k}=#{v}" }.join(" ")}` (sluice and ccbench)
 
         #{matrix_table(tuned: true)}
       MD

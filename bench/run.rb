@@ -123,12 +123,7 @@ module Bench
     def ceiling
       return puts("== cbench not found at #{CBENCH_SRC}") unless File.exist?(CBENCH_SRC)
 
-      binary = File.join(ROOT, "tmp/cbench")
-      FileUtils.mkdir_p(File.dirname(binary))
-      unless File.exist?(binary) && File.mtime(binary) > File.mtime(CBENCH_SRC)
-        flags = `pkg-config --cflags --libs rdkafka`.strip
-        system("cc -O2 -o #{binary} #{CBENCH_SRC} #{flags} -lpthread") or raise "cannot build cbench"
-      end
+      binary = c_benchmark(CBENCH_SRC)
       puts "== C ceiling (cbench, fd mode, #{steady} messages)"
       @ceiling = @opts[:producers].to_h do |producers|
         results = Array.new(@opts[:reps]) { cbench(binary, producers, steady) }
