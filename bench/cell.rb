@@ -5,7 +5,7 @@
 # report. Prints one JSON line (bench/run.rb collects them; bin/demo prints it
 # for people).
 #
-#   ruby bench/cell.rb --mode fd --producers 25 --messages 20000 [--variant async|many_sync|one_thread]
+#   ruby bench/cell.rb --mode fd --producers 25 --messages 20000 [--variant async|many_async|many_sync|one_thread]
 #
 # Throughput is measured on a burst nobody observes. Latency (produce call ->
 # delivery report dispatched) is measured on a second burst of the same size
@@ -77,8 +77,10 @@ module Bench
       stats_before = poller_stats
       cpu_before = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
       groups_before = ProcSelf.cpu_by_group
+      @enqueued = Array.new(producers.size)
       started, _, handles = drive(producers)
       finished = now
+      enqueue_s = @enqueued.compact.max&.-(started)
       cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu_before
       groups = ProcSelf.cpu_by_group.to_h { |group, seconds| [group, seconds - groups_before[group]] }
       poller_cpu = ProcSelf.thread_cpu("sluice.poller") - poller_cpu_before
@@ -86,7 +88,7 @@ module Bench
       latencies = latency_burst(producers)
       report(producers, finished - started, latencies, handles, cpu, groups,
              rss_before: rss_before, rss_connected: rss_connected, ruby_threads: ruby_threads, os_threads: os_threads,
-             poller_cpu: poller_cpu, poller_stats: stats)
+             poller_cpu: poller_cpu, poller_stats: stats, enqueue_s: enqueue_s)
     ensure
       producers&.each(&:close)
     end
@@ -147,17 +149,28 @@ module Bench
         stamps[i] = now
         producer.produce_async(message(n, i))
       end
+      @enqueued[n] = now
       list.each(&:wait)
       list
     end
 
-    def drive_many_sync(producer, n, stamps, count)
+    def drive_many_sync(producer, n, stamps, count) = batches(n, stamps, count) { |messages| producer.produce_many_sync(messages) }
+
+    def drive_many_async(producer, n, stamps, count)
+      list = batches(n, stamps, count) { |messages| producer.produce_many_async(messages) }
+      @enqueued[n] = now
+      list.each(&:wait)
+      list
+    end
+
+    # The producer's messages in batches of 1,000, each stamped when its call starts.
+    def batches(n, stamps, count)
       batch = 1_000
       (0...count).step(batch).flat_map do |first|
         messages = Array.new([batch, count - first].min) { |i| message(n, first + i) }
         t = now
         messages.size.times { |i| stamps[first + i] = t }
-        producer.produce_many_sync(messages)
+        yield messages
       end
     end
 
@@ -190,6 +203,8 @@ module Bench
         cpu_us_per_msg_by_group: { ruby: groups[:ruby], polling: groups[:polling],
                                    librdkafka: cpu - groups[:ruby] - groups[:polling] }
           .transform_values { |s| (s / messages * 1e6).round(2) },
+        # async variants: messages per second handed to librdkafka, until the last produce call returned
+        enqueue_rate: extra[:enqueue_s]&.positive? ? (messages / extra[:enqueue_s]).round : nil,
         p50_ms: (percentile(latencies, 0.50) * 1000).round(2), p99_ms: (percentile(latencies, 0.99) * 1000).round(2),
         ruby_threads: extra[:ruby_threads], os_threads: extra[:os_threads],
         rss_before_kb: extra[:rss_before], rss_connected_kb: extra[:rss_connected], rss_after_kb: ProcSelf.rss_kb,
@@ -232,7 +247,7 @@ if $PROGRAM_NAME == __FILE__
     o.on("--producers N", Integer) { |v| opts[:producers] = v }
     o.on("--messages M", Integer) { |v| opts[:messages] = v }
     o.on("--size BYTES", Integer) { |v| opts[:size] = v }
-    o.on("--variant V", %w[async many_sync one_thread]) { |v| opts[:variant] = v }
+    o.on("--variant V", %w[async many_async many_sync one_thread]) { |v| opts[:variant] = v }
     o.on("--topic NAME") { |v| opts[:topic] = v }
     o.on("-X KEY=VALUE", "a librdkafka property") do |v|
       k, val = v.split("=", 2)

@@ -31,9 +31,6 @@ module Bench
     ROOT = File.expand_path("..", __dir__)
     # Beside the checkout, in CI as here.
     CCBENCH_SRC = File.expand_path("../shared/tools/ccbench", ROOT)
-    RESULTS = File.join(ROOT, "bench/RESULTS.md")
-    BEGIN_MARK = "<!-- consumer-bench:begin (written by bin/bench consumer; bin/bench keeps it) -->"
-    END_MARK = "<!-- consumer-bench:end -->"
     PARTITIONS = 6
     # librdkafka stops fetching while the consumer queue holds
     # queued.min.messages and looks again after fetch.queue.backoff.ms (2.2+;
@@ -206,10 +203,7 @@ module Bench
       File.write(json, JSON.pretty_generate(started: @started, machine: machine, options: @opts, cells: @cells, ccbench: @ceiling))
       return puts("wrote #{json}") unless @opts[:write]
 
-      old = File.exist?(RESULTS) ? File.read(RESULTS) : "# Benchmark results\n"
-      block = "#{BEGIN_MARK}\n#{markdown.strip}\n#{END_MARK}\n"
-      pattern = /^#{Regexp.escape(BEGIN_MARK)}.*?^#{Regexp.escape(END_MARK)}\n?/m
-      File.write(RESULTS, old.match?(pattern) ? old.sub(pattern) { block } : "#{old.rstrip}\n\n#{block}")
+      write_block("consumer", markdown)
       puts "wrote #{json}, bench/RESULTS.md (consumer block)"
     end
   end

@@ -52,6 +52,17 @@ module Bench
       "-isystem #{build.include_dir} #{build.archive} #{build.libs}"
     end
 
+    RESULTS = File.join(ROOT, "bench/RESULTS.md")
+    # A runner's own block of RESULTS.md, between its marks; bin/bench (bench/run.rb) keeps every block.
+    BLOCK = /^<!-- (\w+)-bench:begin.*?^<!-- \1-bench:end -->\n?/m
+
+    def write_block(name, markdown)
+      old = File.exist?(RESULTS) ? File.read(RESULTS) : "# Benchmark results\n"
+      block = "<!-- #{name}-bench:begin (written by bin/bench #{name}; bin/bench keeps it) -->\n#{markdown.strip}\n<!-- #{name}-bench:end -->\n"
+      pattern = /^<!-- #{name}-bench:begin.*?^<!-- #{name}-bench:end -->\n?/m
+      File.write(RESULTS, old.match?(pattern) ? old.sub(pattern) { block } : "#{old.rstrip}\n\n#{block}")
+    end
+
     def brokers = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092")
     def median(values) = values.empty? ? 0 : values.sort[values.size / 2]
   end

@@ -148,14 +148,15 @@ module Bench
       File.write(json, JSON.pretty_generate(data))
       chart
       results = File.join(ROOT, "bench/RESULTS.md")
-      File.write(results, markdown + consumer_section(results))
+      File.write(results, markdown + kept_blocks(results))
       puts "wrote #{json}, bench/RESULTS.md#{@chart ? ", bench/RESULTS.png" : ""}"
     end
 
-    # The consumer block (bench/consumer_run.rb, bin/bench consumer) is kept as it was.
-    def consumer_section(results)
-      block = File.exist?(results) && File.read(results)[/^<!-- consumer-bench:begin.*?^<!-- consumer-bench:end -->\n?/m]
-      block ? "\n#{block}" : ""
+    # The other runners' blocks (bin/bench consumer, bin/bench latency) are kept as they were.
+    def kept_blocks(results)
+      return "" unless File.exist?(results)
+
+      File.read(results).to_enum(:scan, BLOCK).map { "\n#{Regexp.last_match[0]}" }.join
     end
 
     def chart
@@ -190,7 +191,9 @@ module Bench
         msg/s is measured from the first produce call to the last delivery report. The machine is shared
         and noisy: compare ratios within one run.
 
+        #{targets_text}
         #{variant_sections}
+        #{enqueue_text}
         #{ceiling_text}
         #{scale_text}
         ## Every cell (medians)
@@ -250,9 +253,68 @@ module Bench
       MD
     end
 
+    # Issue 17's producer goals, each against this run's figures.
+    def targets_text
+      lines = [c_target, fd_thread_target, enqueue_target].compact
+      lines.empty? ? "" : "## Targets (issue 17)\n\n#{lines.join("\n")}\n"
+    end
+
+    def met(yes) = yes ? "met" : "missed"
+
+    def c_target
+      best_c = @ceiling&.dig(1, :results)&.map { _1["rate"].to_f }&.max
+      fd = median(pick("async", :fd, 1, steady).map { _1[:rate] })
+      return unless best_c && fd.positive?
+
+      format("- produce_async, 1 producer, fd: %d msg/s, %.0f%% of cbench's best run (%d); target 50%%: %s",
+             fd, fd * 100 / best_c, best_c, met(fd >= best_c / 2))
+    end
+
+    def fd_thread_target
+      ratios = @opts[:producers].filter_map do |producers|
+        paired = paired_ratios(pick("async", :thread, producers, steady), pick("async", :fd, producers, steady))
+        [producers, median(paired)] unless paired.empty?
+      end
+      return if ratios.empty?
+
+      format("- fd/thread, produce_async, paired medians: %s; target >= 0.97 at each: %s",
+             ratios.map { |p, r| format("%d: %.2f", p, r) }.join(", "), met(ratios.all? { _2 >= 0.97 }))
+    end
+
+    def enqueue_target
+      ratio = enqueue_ratio(:fd, 1) or return
+      format("- produce_many_async / produce_async, enqueue rate, 1 producer, fd: %.2fx; target 1.3x: %s", ratio, met(ratio >= 1.3))
+    end
+
+    # Messages per second handed to librdkafka (until the last produce call returned), many_async over async.
+    def enqueue_ratio(mode, producers)
+      async, many = %w[async many_async].map { |v| median(pick(v, mode, producers, steady).filter_map { _1[:enqueue_rate] }) }
+      many.to_f / async if async.positive? && many.positive?
+    end
+
+    def enqueue_text
+      rows = @opts[:producers].product(%w[fd thread]).filter_map do |producers, mode|
+        ratio = enqueue_ratio(mode, producers) or next
+        rates = %w[async many_async].map { |v| median(pick(v, mode, producers, steady).filter_map { _1[:enqueue_rate] }) }
+        format("| %d | %s | %d | %d | %.2fx |", producers, mode, *rates, ratio)
+      end
+      return "" if rows.empty?
+
+      <<~MD
+        ## Enqueue rate: produce_many_async against produce_async (#{steady} messages per producer)
+
+        Messages per second handed to librdkafka, from the first produce call until the last one returned.
+
+        | producers | mode | produce_async | produce_many_async (batches of 1,000) | ratio |
+        |---:|---|---:|---:|---:|
+        #{rows.join("\n")}
+      MD
+    end
+
     def variant_text(variant)
       { "async" => "each producer driven by its own Ruby thread: produce_async, then wait on every handle",
         "many_sync" => "each producer's thread calls produce_many_sync with batches of 1,000",
+        "many_async" => "each producer's thread calls produce_many_async with batches of 1,000, then waits on every handle",
         "one_thread" => "one Ruby thread drives all producers round-robin with produce_async, then waits" }.fetch(variant)
     end
 
@@ -290,7 +352,7 @@ OptionParser.new do |o|
   end
   o.on("--reps N", Integer, "repetitions per cell (default 3)") { |v| opts[:reps] = v }
   o.on("--producers LIST", Array, "producer counts (default 1,2,5,10,25)") { |v| opts[:producers] = v.map(&:to_i) }
-  o.on("--variants LIST", Array, "async,many_sync,one_thread (default async)") { |v| opts[:variants] = v }
+  o.on("--variants LIST", Array, "async,many_async,many_sync,one_thread (default async)") { |v| opts[:variants] = v }
   o.on("--all", "all three variants and the scale run") do
     opts[:variants] = %w[async many_sync one_thread]
     opts[:scale] = true
