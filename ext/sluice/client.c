@@ -25,53 +25,53 @@ VALUE sluice_cClient;
 
 static void client_mark(void *p) {
     client_t *c = p;
-    rb_gc_mark_movable(c->topic_names);
-    rb_gc_mark_movable(c->inflight);
-    rb_gc_mark_movable(c->handle_class);
-    rb_gc_mark_movable(c->notifier);
-    rb_gc_mark_movable(c->closer);
+    rb_gc_mark_movable(c->consumer.topic_names);
+    rb_gc_mark_movable(c->producer.inflight);
+    rb_gc_mark_movable(c->producer.handle_class);
+    rb_gc_mark_movable(c->producer.notifier);
+    rb_gc_mark_movable(c->consumer.closer);
 }
 
 static void client_compact(void *p) {
     client_t *c = p;
-    c->topic_names = rb_gc_location(c->topic_names);
-    c->inflight = rb_gc_location(c->inflight);
-    c->handle_class = rb_gc_location(c->handle_class);
-    c->notifier = rb_gc_location(c->notifier);
-    c->closer = rb_gc_location(c->closer);
+    c->consumer.topic_names = rb_gc_location(c->consumer.topic_names);
+    c->producer.inflight = rb_gc_location(c->producer.inflight);
+    c->producer.handle_class = rb_gc_location(c->producer.handle_class);
+    c->producer.notifier = rb_gc_location(c->producer.notifier);
+    c->consumer.closer = rb_gc_location(c->consumer.closer);
 }
 
 static void close_pipe(client_t *c) {
     if (c->wake_r >= 0) close(c->wake_r);
     if (c->wake_w >= 0) close(c->wake_w);
-    if (c->cwake_r >= 0) close(c->cwake_r);
-    if (c->cwake_w >= 0) close(c->cwake_w);
-    c->wake_r = c->wake_w = c->cwake_r = c->cwake_w = -1;
+    if (c->consumer.wake_r >= 0) close(c->consumer.wake_r);
+    if (c->consumer.wake_w >= 0) close(c->consumer.wake_w);
+    c->wake_r = c->wake_w = c->consumer.wake_r = c->consumer.wake_w = -1;
 }
 
 /* Releases every native resource; runs without the GVL. */
 static void release_native(client_t *c) {
     if (c->pending) rd_kafka_event_destroy(c->pending);
     c->pending = NULL;
-    if (c->relay) sluice_relay_close(c->relay);
+    if (c->consumer.relay) sluice_relay_close(c->consumer.relay);
     sluice_topics_release(c);
     sluice_topic_confs_release(c);
     /* librdkafka must never write to a closed (possibly reused) fd number. */
     if (c->wake_w >= 0) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
-    if (c->cqueue) sluice_consumer_release(c);
+    if (c->consumer.queue) sluice_consumer_release(c);
     /* Back from the background queue, whose thread rd_kafka_destroy stops
      * first: events relayed later would wait there, holding what they refer
      * to (brokers among them), and rd_kafka_destroy would wait for those. */
-    if (c->relay) rd_kafka_queue_forward(c->queue, NULL);
+    if (c->consumer.relay) rd_kafka_queue_forward(c->queue, NULL);
     rd_kafka_queue_destroy(c->queue);
     /* A consumer whose close began has left the group as far as its
      * deadline allowed (Consumer::Lifecycle): librdkafka's own close here
      * would wait, unbounded, for what that close gave up on (a commit to a
      * coordinator that is down, a rebalance). */
-    if (c->closing) rd_kafka_destroy_flags(c->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    if (c->consumer.closing) rd_kafka_destroy_flags(c->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     else rd_kafka_destroy(c->rk);
-    if (c->relay) sluice_relay_free(c->relay);
-    c->relay = NULL;
+    if (c->consumer.relay) sluice_relay_free(c->consumer.relay);
+    c->consumer.relay = NULL;
     close_pipe(c);
     c->queue = NULL;
     c->rk = NULL;
@@ -85,17 +85,17 @@ static void *release_in_background(void *p) {
 
 static void client_free(void *p) {
     client_t *c = p;
-    xfree(c->free_slots);
+    xfree(c->producer.free_slots);
     if (!c->rk) {
-        if (c->relay) sluice_relay_free(c->relay); /* creating the handle failed */
+        if (c->consumer.relay) sluice_relay_free(c->consumer.relay); /* creating the handle failed */
         sluice_topic_confs_release(c);
         xfree(c);
         return;
     }
     if (sluice_forked(c->pid)) {
         /* A forked child never touches the parent's handle; our fd copies are ours to close. */
-        for (int i = 0; i < c->topic_count; i++) free(c->topics[i].name);
-        free(c->topics);
+        for (int i = 0; i < c->producer.topic_count; i++) free(c->producer.topics[i].name);
+        free(c->producer.topics);
         sluice_topic_confs_release(c); /* plain memory: no librdkafka thread touches a topic conf */
         close_pipe(c);
         xfree(c);
@@ -123,7 +123,7 @@ static void client_free(void *p) {
 
 static size_t client_memsize(const void *p) {
     const client_t *c = p;
-    return sizeof(*c) + (size_t)c->free_capa * sizeof(int32_t);
+    return sizeof(*c) + (size_t)c->producer.free_capa * sizeof(int32_t);
 }
 
 static const rb_data_type_t client_type = {
@@ -135,8 +135,8 @@ static const rb_data_type_t client_type = {
 static VALUE client_alloc(VALUE klass) {
     client_t *c;
     VALUE self = TypedData_Make_Struct(klass, client_t, &client_type, c);
-    c->wake_r = c->wake_w = c->cwake_r = c->cwake_w = -1;
-    c->inflight = c->handle_class = c->notifier = c->topic_names = c->closer = Qnil;
+    c->wake_r = c->wake_w = c->consumer.wake_r = c->consumer.wake_w = -1;
+    c->producer.inflight = c->producer.handle_class = c->producer.notifier = c->consumer.topic_names = c->consumer.closer = Qnil;
     c->pid = sluice_current_pid;
     return self;
 }
@@ -196,7 +196,7 @@ void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unbl
      * close; one without is waited for, so is counted in c->calls. */
     struct blocking_call b = {fn, arg, 0, ubf ? NULL : &c->calls};
     for (;;) {
-        if (c->closing && c->kind == RD_KAFKA_CONSUMER) {
+        if (c->consumer.closing && c->kind == RD_KAFKA_CONSUMER) {
             int state = 0;
             rb_protect(refuse_if_closing, (VALUE)c, &state);
             if (state) {
@@ -283,10 +283,10 @@ rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const cha
  * them. Returns a Ruby Array of their texts.
  */
 static VALUE wrong_kind_properties(client_t *c, rd_kafka_t *rk) {
-    if (c->relay) { /* logs go through the relay's log callback */
+    if (c->consumer.relay) { /* logs go through the relay's log callback */
         char text[2048];
         VALUE found = rb_ary_new();
-        if (sluice_relay_find_logs(c->relay, "CONFWARN", WRONG_KIND, text, sizeof(text))) rb_ary_push(found, rb_str_new_cstr(text));
+        if (sluice_relay_find_logs(c->consumer.relay, "CONFWARN", WRONG_KIND, text, sizeof(text))) rb_ary_push(found, rb_str_new_cstr(text));
         return found;
     }
     VALUE found = rb_ary_new();
@@ -406,14 +406,14 @@ static void *teardown_run(void *p) {
 static void hand_over(client_t *c, struct teardown *t) {
     t->copy = *c;
     c->rk = NULL;
-    c->queue = c->cqueue = c->sasl_queue = NULL;
+    c->queue = c->consumer.queue = c->consumer.sasl_queue = NULL;
     c->pending = NULL;
-    c->relay = NULL;
-    c->topics = NULL; /* the copy frees the array */
-    c->topic_count = c->topic_capa = 0;
-    c->topic_confs = NULL;
-    c->topic_conf_count = c->topic_conf_capa = 0;
-    c->wake_r = c->wake_w = c->cwake_r = c->cwake_w = -1;
+    c->consumer.relay = NULL;
+    c->producer.topics = NULL; /* the copy frees the array */
+    c->producer.topic_count = c->producer.topic_capa = 0;
+    c->producer.topic_confs = NULL;
+    c->producer.topic_conf_count = c->producer.topic_conf_capa = 0;
+    c->wake_r = c->wake_w = c->consumer.wake_r = c->consumer.wake_w = -1;
 }
 
 /* 1: released within timeout_ms; 0: still going on in its own thread; -1: no thread could be started. */

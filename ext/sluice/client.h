@@ -38,40 +38,50 @@ typedef struct {
 
 typedef int32_t (*partitioner_fn)(const rd_kafka_topic_t *, const void *, size_t, int32_t, void *, void *);
 
+/* What only a producer uses (produce.c, transactions.c). */
 typedef struct {
-    rd_kafka_t *rk;
-    rd_kafka_type_t kind;
-    rd_kafka_queue_t *queue;   /* main queue: delivery reports, errors, stats, oauth, logs */
-    rd_kafka_event_t *pending; /* taken by a blocking #wait_events, served by the next #drain */
     partitioner_fn partitioner;
-    pid_t pid;
-    int closed;                /* set with the GVL held before destroying: every call is refused */
-    int busy;                  /* GVL-released calls in flight (atomic); destroy waits for 0 */
-    int calls;                 /* of those, the ones without unblock function still inside librdkafka (atomic):
-                                  what a consumer's close waits for before it leaves the group */
-    int closing;               /* a consumer's close began: calls of other threads are refused (consumer.c) */
-    VALUE closer;              /* the thread running that close (nil before) */
-    int wake_r, wake_w;        /* wake-up pipe for FD polling, -1 when disabled */
-    int exhausted;             /* the last #drain stopped on its budget with events left */
     VALUE inflight;            /* Array: slot -> DeliveryHandle (nil when free) */
     int32_t *free_slots;       /* stack of free slots; capacity >= inflight length */
     long free_count, free_capa;
     long inflight_count;
     VALUE handle_class;        /* what #produce returns (Sluice::DeliveryHandle) */
     VALUE notifier;            /* given to every handle: wakes its waiters */
-    topic_entry_t *topics; /* topic handles, so produce skips librdkafka's by-name lookup (grows: malloc'd) */
+    topic_entry_t *topics;     /* topic handles, so produce skips librdkafka's by-name lookup (grows: malloc'd) */
     int topic_count, topic_capa;
-    /* consumers only (consumer.c) */
+    rd_kafka_topic_conf_t **topic_confs; /* variants' topic settings (#add_topic_config), opaque = their id */
+    int topic_conf_count, topic_conf_capa;
+} producer_part_t;
+
+/* What only a consumer uses (consumer.c, consume.c; drain.c takes its main-queue events from the relay). */
+typedef struct {
     relay_t *relay;            /* where the main queue's events come from (drain.c takes them there) */
     rd_kafka_queue_t *sasl_queue; /* OAUTHBEARER refresh requests (NULL without OAUTHBEARER): the background
                                      queue would run them as callbacks, so they get a queue of their own */
-    rd_kafka_queue_t *cqueue;  /* the consumer queue: messages, rebalances, consumer errors */
-    int cwake_r, cwake_w;      /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
-    int cexhausted;            /* the last #consume stopped with events left */
+    rd_kafka_queue_t *queue;   /* the consumer queue: messages, rebalances, consumer errors */
+    int wake_r, wake_w;        /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
+    int exhausted;             /* the last #consume stopped with events left */
     int rebalance_due;         /* a rebalance went to Ruby and was not answered yet (#assign/#unassign) */
     VALUE topic_names;         /* frozen topic names, shared by every message of the topic */
-    rd_kafka_topic_conf_t **topic_confs; /* variants' topic settings (#add_topic_config), opaque = their id */
-    int topic_conf_count, topic_conf_capa;
+    int closing;               /* close began: calls of other threads are refused (consumer.c) */
+    VALUE closer;              /* the thread running that close (nil before) */
+} consumer_part_t;
+
+/* One librdkafka handle of any kind, and what its kind adds. */
+typedef struct {
+    rd_kafka_t *rk;
+    rd_kafka_type_t kind;
+    rd_kafka_queue_t *queue;   /* main queue: delivery reports, errors, stats, oauth, logs */
+    rd_kafka_event_t *pending; /* taken by a blocking #wait_events, served by the next #drain */
+    pid_t pid;
+    int closed;                /* set with the GVL held before destroying: every call is refused */
+    int busy;                  /* GVL-released calls in flight (atomic); destroy waits for 0 */
+    int calls;                 /* of those, the ones without unblock function still inside librdkafka (atomic):
+                                  what a consumer's close waits for before it leaves the group */
+    int wake_r, wake_w;        /* wake-up pipe for FD polling, -1 when disabled */
+    int exhausted;             /* the last #drain stopped on its budget with events left */
+    producer_part_t producer;
+    consumer_part_t consumer;
 } client_t;
 
 extern VALUE sluice_cClient;

@@ -22,13 +22,13 @@ static VALUE sym_rebalance, sym_assign, sym_revoke, sym_error, sym_eof;
 
 /* The frozen String for a topic name, shared by all its messages: no allocation per message. */
 static VALUE topic_name(client_t *c, const char *name) {
-    long n = RARRAY_LEN(c->topic_names);
+    long n = RARRAY_LEN(c->consumer.topic_names);
     for (long i = 0; i < n; i++) {
-        VALUE s = RARRAY_AREF(c->topic_names, i);
+        VALUE s = RARRAY_AREF(c->consumer.topic_names, i);
         if (!strcmp(RSTRING_PTR(s), name)) return s;
     }
     VALUE s = rb_obj_freeze(rb_str_new_cstr(name));
-    rb_ary_push(c->topic_names, s);
+    rb_ary_push(c->consumer.topic_names, s);
     return s;
 }
 
@@ -95,7 +95,7 @@ static int take_event(client_t *c, rd_kafka_event_t *ev, VALUE batch) {
                      : err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS ? sym_revoke
                                                                    : sym_error;
         const char *protocol = rd_kafka_rebalance_protocol(c->rk);
-        c->rebalance_due = 1;
+        c->consumer.rebalance_due = 1;
         rb_ary_push(batch, rb_ary_new_from_args(5, sym_rebalance, kind,
                                                 sluice_partitions_to_ary(rd_kafka_event_topic_partition_list(ev)),
                                                 rb_str_new_cstr(protocol ? protocol : "NONE"), INT2FIX(err)));
@@ -143,29 +143,29 @@ static VALUE consumer_consume(VALUE self, VALUE max_items, VALUE budget) {
     double deadline = budget_ms < 0 ? INFINITY : sluice_now_ms() + budget_ms;
     VALUE batch = rb_ary_new();
     char buf[64];
-    while (read(c->cwake_r, buf, sizeof(buf)) > 0) {
+    while (read(c->consumer.wake_r, buf, sizeof(buf)) > 0) {
     }
     for (long n = 1; RARRAY_LEN(batch) < limit; n++) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->cqueue, 0);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->consumer.queue, 0);
         if (!ev) break;
         int stop = take_event(c, ev, batch);
         rd_kafka_event_destroy(ev);
         if (stop) break;
         if (n % BUDGET_CHECK_EVERY == 0 && sluice_now_ms() >= deadline) break; /* a clock read costs as much as a message */
     }
-    c->cexhausted = rd_kafka_queue_length(c->cqueue) > 0;
+    c->consumer.exhausted = rd_kafka_queue_length(c->consumer.queue) > 0;
     return batch;
 }
 
-static VALUE consumer_consume_exhausted_p(VALUE self) { return sluice_client_get(self)->cexhausted ? Qtrue : Qfalse; }
+static VALUE consumer_consume_exhausted_p(VALUE self) { return sluice_client_get(self)->consumer.exhausted ? Qtrue : Qfalse; }
 
 /* #message_fd -> the read end of the consumer queue's wake-up pipe (owned here: never close it) */
-static VALUE consumer_message_fd(VALUE self) { return INT2FIX(sluice_consumer_open(self)->cwake_r); }
+static VALUE consumer_message_fd(VALUE self) { return INT2FIX(sluice_consumer_open(self)->consumer.wake_r); }
 
 /* #wake_messages — makes a wait on #message_fd return now. Safe from any thread and from a signal handler. */
 static VALUE consumer_wake_messages(VALUE self) {
     client_t *c = sluice_client_get(self);
-    if (c->cwake_w >= 0 && write(c->cwake_w, "1", 1) < 0) {
+    if (c->consumer.wake_w >= 0 && write(c->consumer.wake_w, "1", 1) < 0) {
         /* EAGAIN: the pipe is full of wake-ups already */
     }
     return Qnil;

@@ -26,17 +26,17 @@ static ID id_sluice_caller;
  */
 static int closer_p(client_t *c) {
     VALUE thread = rb_thread_current();
-    return thread == c->closer || rb_thread_local_aref(thread, id_sluice_caller) == c->closer;
+    return thread == c->consumer.closer || rb_thread_local_aref(thread, id_sluice_caller) == c->consumer.closer;
 }
 
 void sluice_consumer_not_closing(client_t *c) {
-    if (c->closing && !closer_p(c)) rb_raise(sluice_eConsumerClosed, "consumer is closing");
+    if (c->consumer.closing && !closer_p(c)) rb_raise(sluice_eConsumerClosed, "consumer is closing");
 }
 
 /* The struct of a usable consumer; raises for a closed or closing one, or one inherited through fork. */
 client_t *sluice_consumer_open(VALUE self) {
     client_t *c = sluice_client_open(self);
-    if (!c->cqueue) rb_raise(rb_eTypeError, "not a consumer");
+    if (!c->consumer.queue) rb_raise(rb_eTypeError, "not a consumer");
     sluice_consumer_not_closing(c);
     return c;
 }
@@ -108,7 +108,7 @@ static void *group_nogvl(void *p) {
     struct group_args *a = p;
     rd_kafka_t *rk = a->c->rk;
     /* an answer to a rebalance, given: nothing left for destroy to answer (consumer.c's release) */
-    if (a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN || a->call == INCREMENTAL_UNASSIGN) a->c->rebalance_due = 0;
+    if (a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN || a->call == INCREMENTAL_UNASSIGN) a->c->consumer.rebalance_due = 0;
     switch (a->call) {
     case ASSIGN: a->err = rd_kafka_assign(rk, a->list); break;
     case INCREMENTAL_ASSIGN: a->error = rd_kafka_incremental_assign(rk, a->list); break;
@@ -149,8 +149,8 @@ static VALUE consumer_initialize(VALUE self, VALUE pairs) {
     client_t *c = sluice_client_get(self);
     int fds[2];
     rd_kafka_conf_t *conf = sluice_conf_new(pairs, NULL, c);
-    c->relay = sluice_relay_attach(conf); /* owned by the struct from here: freed whatever happens next */
-    if (!c->relay) {
+    c->consumer.relay = sluice_relay_attach(conf); /* owned by the struct from here: freed whatever happens next */
+    if (!c->consumer.relay) {
         rd_kafka_conf_destroy(conf);
         rb_raise(rb_eNoMemError, "cannot allocate the consumer's relay");
     }
@@ -162,23 +162,23 @@ static VALUE consumer_initialize(VALUE self, VALUE pairs) {
                         RD_KAFKA_EVENT_REBALANCE | RD_KAFKA_EVENT_OFFSET_COMMIT | RD_KAFKA_EVENT_ERROR |
                             RD_KAFKA_EVENT_STATS | RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH | RD_KAFKA_EVENT_LOG,
                         1);
-    c->cqueue = rd_kafka_queue_get_consumer(c->rk);
-    RB_OBJ_WRITE(self, &c->topic_names, rb_ary_new());
+    c->consumer.queue = rd_kafka_queue_get_consumer(c->rk);
+    RB_OBJ_WRITE(self, &c->consumer.topic_names, rb_ary_new());
     /* From now on the struct owns the handle: a raise leaves it to #destroy or GC. */
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
-    c->cwake_r = fds[0];
-    c->cwake_w = fds[1];
-    rd_kafka_queue_io_event_enable(c->cqueue, c->cwake_w, "1", 1);
+    c->consumer.wake_r = fds[0];
+    c->consumer.wake_w = fds[1];
+    rd_kafka_queue_io_event_enable(c->consumer.queue, c->consumer.wake_w, "1", 1);
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
     c->wake_r = fds[0];
     c->wake_w = fds[1];
-    sluice_relay_set_pipe(c->relay, c->wake_w);
-    sluice_relay_start(c->relay, c->rk, c->queue);
-    c->sasl_queue = rd_kafka_queue_get_sasl(c->rk);
-    if (c->sasl_queue) {
-        rd_kafka_queue_io_event_enable(c->sasl_queue, c->wake_w, "1", 1);
+    sluice_relay_set_pipe(c->consumer.relay, c->wake_w);
+    sluice_relay_start(c->consumer.relay, c->rk, c->queue);
+    c->consumer.sasl_queue = rd_kafka_queue_get_sasl(c->rk);
+    if (c->consumer.sasl_queue) {
+        rd_kafka_queue_io_event_enable(c->consumer.sasl_queue, c->wake_w, "1", 1);
         /* the first refresh request was queued inside rd_kafka_new, before this pipe */
-        if (rd_kafka_queue_length(c->sasl_queue) > 0 && write(c->wake_w, "1", 1) < 0) {
+        if (rd_kafka_queue_length(c->consumer.sasl_queue) > 0 && write(c->wake_w, "1", 1) < 0) {
             /* EAGAIN: a wake-up is pending already */
         }
     }
@@ -271,8 +271,8 @@ static void *wait_quiet_nogvl(void *p) {
 static VALUE consumer_close_start(VALUE self, VALUE timeout) {
     client_t *c = sluice_consumer_open(self);
     struct quiet_args a = {c, NUM2INT(timeout)};
-    RB_OBJ_WRITE(self, &c->closer, rb_thread_current());
-    c->closing = 1;
+    RB_OBJ_WRITE(self, &c->consumer.closer, rb_thread_current());
+    c->consumer.closing = 1;
     /* no unblock function: the wait is short and bounded, and ends by itself */
     rb_thread_call_without_gvl(wait_quiet_nogvl, &a, NULL, NULL);
     return __atomic_load_n(&c->calls, __ATOMIC_SEQ_CST) == 0 ? Qtrue : Qfalse;
@@ -286,7 +286,7 @@ static VALUE consumer_close_start(VALUE self, VALUE timeout) {
  */
 static VALUE consumer_close_begin(VALUE self) {
     client_t *c = sluice_consumer_open(self);
-    return sluice_error_tuple(rd_kafka_consumer_close_queue(c->rk, c->cqueue));
+    return sluice_error_tuple(rd_kafka_consumer_close_queue(c->rk, c->consumer.queue));
 }
 
 static VALUE consumer_consumer_closed_p(VALUE self) {
@@ -302,25 +302,25 @@ static VALUE consumer_member_id(VALUE self) {
 }
 
 void sluice_consumer_release(client_t *c) {
-    if (c->sasl_queue) {
-        rd_kafka_queue_io_event_enable(c->sasl_queue, -1, NULL, 0);
-        rd_kafka_queue_destroy(c->sasl_queue);
-        c->sasl_queue = NULL;
+    if (c->consumer.sasl_queue) {
+        rd_kafka_queue_io_event_enable(c->consumer.sasl_queue, -1, NULL, 0);
+        rd_kafka_queue_destroy(c->consumer.sasl_queue);
+        c->consumer.sasl_queue = NULL;
     }
-    rd_kafka_queue_io_event_enable(c->cqueue, -1, NULL, 0);
+    rd_kafka_queue_io_event_enable(c->consumer.queue, -1, NULL, 0);
     /* Messages fetched and never consumed hold their partitions, which hold
      * their brokers: left in the queue, rd_kafka_destroy would wait forever
      * for those broker threads. (librdkafka's own close serves a temporary
      * queue it then destroys; ours is the consumer queue itself.) */
-    for (rd_kafka_event_t *ev; (ev = rd_kafka_queue_poll(c->cqueue, 0));) {
-        if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE) c->rebalance_due = 1;
+    for (rd_kafka_event_t *ev; (ev = rd_kafka_queue_poll(c->consumer.queue, 0));) {
+        if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE) c->consumer.rebalance_due = 1;
         rd_kafka_event_destroy(ev);
     }
     /* A rebalance never answered (dropped just now, or handed to Ruby whose
      * answer raised, or the process is going down) would keep librdkafka
      * waiting for the answer forever inside rd_kafka_destroy: give the
      * partitions up. */
-    if (c->rebalance_due) {
+    if (c->consumer.rebalance_due) {
         rd_kafka_topic_partition_list_t *assigned = NULL;
         const char *protocol = rd_kafka_rebalance_protocol(c->rk);
         if (protocol && !strcmp(protocol, "COOPERATIVE") && !rd_kafka_assignment(c->rk, &assigned) && assigned) {
@@ -330,10 +330,10 @@ void sluice_consumer_release(client_t *c) {
             rd_kafka_assign(c->rk, NULL);
         }
         if (assigned) rd_kafka_topic_partition_list_destroy(assigned);
-        c->rebalance_due = 0;
+        c->consumer.rebalance_due = 0;
     }
-    rd_kafka_queue_destroy(c->cqueue);
-    c->cqueue = NULL;
+    rd_kafka_queue_destroy(c->consumer.queue);
+    c->consumer.queue = NULL;
 }
 
 void sluice_init_consumer(VALUE klass) {

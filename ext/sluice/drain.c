@@ -91,20 +91,20 @@ static rd_kafka_event_t *next_event(client_t *c) {
 
 /* A consumer's pending OAUTHBEARER refresh requests (its length is asked
  * first: polling a consumer's queue counts as the application polling). */
-static size_t sasl_left(client_t *c) { return c->sasl_queue ? rd_kafka_queue_length(c->sasl_queue) : 0; }
+static size_t sasl_left(client_t *c) { return c->consumer.sasl_queue ? rd_kafka_queue_length(c->consumer.sasl_queue) : 0; }
 
 /* The next item of a consumer's relay (or SASL queue) into batch; false when there was none. */
 static int serve_relayed(client_t *c, VALUE batch) {
     relay_item_t item;
     if (sasl_left(c) > 0) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->sasl_queue, 0);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->consumer.sasl_queue, 0);
         if (ev) {
             serve_event(c, ev, batch, 0);
             rd_kafka_event_destroy(ev);
             return 1;
         }
     }
-    if (!sluice_relay_pop(c->relay, &item)) return 0;
+    if (!sluice_relay_pop(c->consumer.relay, &item)) return 0;
     if (item.event) serve_event(c, item.event, batch, 0);
     else push4(batch, sym_log, INT2FIX(item.level), rb_str_new_cstr(item.fac), rb_str_new_cstr(item.line));
     sluice_relay_item_free(&item);
@@ -112,7 +112,7 @@ static int serve_relayed(client_t *c, VALUE batch) {
 }
 
 static size_t events_left(client_t *c) {
-    return c->relay ? sluice_relay_length(c->relay) + sasl_left(c) : rd_kafka_queue_length(c->queue);
+    return c->consumer.relay ? sluice_relay_length(c->consumer.relay) + sasl_left(c) : rd_kafka_queue_length(c->queue);
 }
 
 static void empty_pipe(int fd) {
@@ -149,7 +149,7 @@ static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
     if (c->wake_r >= 0) empty_pipe(c->wake_r);
     c->exhausted = 0;
     for (;;) {
-        if (c->relay) {
+        if (c->consumer.relay) {
             if (!serve_relayed(c, batch)) break;
         } else {
             rd_kafka_event_t *ev = next_event(c);
@@ -175,7 +175,7 @@ struct wait_args {
 /* The event is stored before the gate lets #destroy proceed: it is never lost or leaked. */
 static void *wait_events_nogvl(void *p) {
     struct wait_args *a = p;
-    if (a->c->relay) { /* a consumer: wait for the relay's wake-up, never poll the handle */
+    if (a->c->consumer.relay) { /* a consumer: wait for the relay's wake-up, never poll the handle */
         struct pollfd pfd = {.fd = a->c->wake_r, .events = POLLIN};
         if (events_left(a->c) == 0) poll(&pfd, 1, a->timeout_ms);
         return NULL;
@@ -185,7 +185,7 @@ static void *wait_events_nogvl(void *p) {
 }
 
 static void interrupt(client_t *c) {
-    if (c->relay) {
+    if (c->consumer.relay) {
         if (write(c->wake_w, "1", 1) < 0) {
             /* EAGAIN: a wake-up is pending already */
         }
@@ -208,7 +208,7 @@ static VALUE client_wait_events(VALUE self, VALUE timeout) {
     if (c->pending) return Qtrue;
     struct wait_args a = {c, NUM2INT(timeout)};
     sluice_client_blocking(c, wait_events_nogvl, &a, wait_events_ubf, &a, NULL);
-    VALUE ready = c->pending || (c->relay && events_left(c) > 0) ? Qtrue : Qfalse;
+    VALUE ready = c->pending || (c->consumer.relay && events_left(c) > 0) ? Qtrue : Qfalse;
     sluice_client_unblock(c);
     return ready;
 }
@@ -248,7 +248,7 @@ static VALUE client_wakeup_enable(VALUE self) {
 /* #wakeup_disable — IO events off first, then the pipe is closed. */
 static VALUE client_wakeup_disable(VALUE self) {
     client_t *c = sluice_client_get(self);
-    if (c->wake_w < 0 || c->relay) return Qnil; /* the relay's pipe lives as long as the handle */
+    if (c->wake_w < 0 || c->consumer.relay) return Qnil; /* the relay's pipe lives as long as the handle */
     if (!sluice_forked(c->pid) && c->queue) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
     close(c->wake_r);
     close(c->wake_w);

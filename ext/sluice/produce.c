@@ -16,30 +16,30 @@ static ID id_iv_topic, id_iv_label, id_iv_notifier;
 
 static long slot_acquire(client_t *c, VALUE handle) {
     long slot;
-    if (c->free_count > 0) {
-        slot = c->free_slots[--c->free_count];
-        rb_ary_store(c->inflight, slot, handle);
+    if (c->producer.free_count > 0) {
+        slot = c->producer.free_slots[--c->producer.free_count];
+        rb_ary_store(c->producer.inflight, slot, handle);
     } else {
-        slot = RARRAY_LEN(c->inflight);
+        slot = RARRAY_LEN(c->producer.inflight);
         if (slot >= INT32_MAX) rb_raise(rb_eRangeError, "too many messages in flight");
-        if (slot >= c->free_capa) { /* grow first, so releasing a slot never allocates */
-            long capa = c->free_capa ? c->free_capa * 2 : 1024;
-            REALLOC_N(c->free_slots, int32_t, capa);
-            c->free_capa = capa;
+        if (slot >= c->producer.free_capa) { /* grow first, so releasing a slot never allocates */
+            long capa = c->producer.free_capa ? c->producer.free_capa * 2 : 1024;
+            REALLOC_N(c->producer.free_slots, int32_t, capa);
+            c->producer.free_capa = capa;
         }
-        rb_ary_push(c->inflight, handle);
+        rb_ary_push(c->producer.inflight, handle);
     }
-    c->inflight_count++;
+    c->producer.inflight_count++;
     return slot;
 }
 
 VALUE sluice_inflight_release(client_t *c, long slot) {
-    if (slot < 0 || slot >= RARRAY_LEN(c->inflight)) return Qnil;
-    VALUE handle = RARRAY_AREF(c->inflight, slot);
+    if (slot < 0 || slot >= RARRAY_LEN(c->producer.inflight)) return Qnil;
+    VALUE handle = RARRAY_AREF(c->producer.inflight, slot);
     if (NIL_P(handle)) return Qnil;
-    RARRAY_ASET(c->inflight, slot, Qnil);
-    c->free_slots[c->free_count++] = (int32_t)slot;
-    c->inflight_count--;
+    RARRAY_ASET(c->producer.inflight, slot, Qnil);
+    c->producer.free_slots[c->producer.free_count++] = (int32_t)slot;
+    c->producer.inflight_count--;
     return handle;
 }
 
@@ -61,24 +61,24 @@ enum topic_lookup { TOPIC_FOUND, TOPIC_BY_NAME, TOPIC_BOUND_ELSEWHERE, TOPIC_REF
  */
 static enum topic_lookup topic_handle(client_t *c, const char *name, size_t len, int conf_id, rd_kafka_topic_t **rkt) {
     *rkt = NULL;
-    for (int i = 0; i < c->topic_count; i++)
-        if (c->topics[i].len == len && !memcmp(c->topics[i].name, name, len)) {
-            if (c->topics[i].conf_id != conf_id) return TOPIC_BOUND_ELSEWHERE;
-            *rkt = c->topics[i].rkt;
+    for (int i = 0; i < c->producer.topic_count; i++)
+        if (c->producer.topics[i].len == len && !memcmp(c->producer.topics[i].name, name, len)) {
+            if (c->producer.topics[i].conf_id != conf_id) return TOPIC_BOUND_ELSEWHERE;
+            *rkt = c->producer.topics[i].rkt;
             return TOPIC_FOUND;
         }
-    if (c->topic_count == c->topic_capa) {
-        int capa = c->topic_capa ? c->topic_capa * 2 : 16;
-        topic_entry_t *grown = realloc(c->topics, sizeof(*grown) * (size_t)capa);
+    if (c->producer.topic_count == c->producer.topic_capa) {
+        int capa = c->producer.topic_capa ? c->producer.topic_capa * 2 : 16;
+        topic_entry_t *grown = realloc(c->producer.topics, sizeof(*grown) * (size_t)capa);
         if (!grown) return conf_id ? TOPIC_REFUSED : TOPIC_BY_NAME;
-        c->topics = grown;
-        c->topic_capa = capa;
+        c->producer.topics = grown;
+        c->producer.topic_capa = capa;
     }
     char *copy = malloc(len + 1);
     if (!copy) return conf_id ? TOPIC_REFUSED : TOPIC_BY_NAME;
     memcpy(copy, name, len);
     copy[len] = '\0';
-    rd_kafka_topic_conf_t *conf = conf_id ? rd_kafka_topic_conf_dup(c->topic_confs[conf_id - 1]) : NULL;
+    rd_kafka_topic_conf_t *conf = conf_id ? rd_kafka_topic_conf_dup(c->producer.topic_confs[conf_id - 1]) : NULL;
     rd_kafka_topic_t *found = rd_kafka_topic_new(c->rk, copy, conf); /* takes conf over */
     if (!found) {
         free(copy);
@@ -89,7 +89,7 @@ static enum topic_lookup topic_handle(client_t *c, const char *name, size_t len,
         free(copy);
         return TOPIC_BOUND_ELSEWHERE;
     }
-    c->topics[c->topic_count++] = (topic_entry_t){copy, len, conf_id, found};
+    c->producer.topics[c->producer.topic_count++] = (topic_entry_t){copy, len, conf_id, found};
     *rkt = found;
     return TOPIC_FOUND;
 }
@@ -183,12 +183,12 @@ static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
         sluice_cstr_at(pair, 0);
         sluice_cstr_at(pair, 1);
     }
-    if (c->topic_conf_count == c->topic_conf_capa) {
-        int capa = c->topic_conf_capa ? c->topic_conf_capa * 2 : 4;
-        rd_kafka_topic_conf_t **grown = realloc(c->topic_confs, sizeof(*grown) * (size_t)capa);
+    if (c->producer.topic_conf_count == c->producer.topic_conf_capa) {
+        int capa = c->producer.topic_conf_capa ? c->producer.topic_conf_capa * 2 : 4;
+        rd_kafka_topic_conf_t **grown = realloc(c->producer.topic_confs, sizeof(*grown) * (size_t)capa);
         if (!grown) rb_memerror();
-        c->topic_confs = grown;
-        c->topic_conf_capa = capa;
+        c->producer.topic_confs = grown;
+        c->producer.topic_conf_capa = capa;
     }
     rd_kafka_topic_conf_t *conf = rd_kafka_default_topic_conf_dup(c->rk);
     for (long i = 0; i < n; i++) {
@@ -204,22 +204,22 @@ static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
         rd_kafka_topic_conf_destroy(conf);
         rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", conflict);
     }
-    int id = c->topic_conf_count + 1;
+    int id = c->producer.topic_conf_count + 1;
     rd_kafka_topic_conf_set_opaque(conf, (void *)(intptr_t)id);
-    c->topic_confs[c->topic_conf_count++] = conf;
+    c->producer.topic_confs[c->producer.topic_conf_count++] = conf;
     return INT2FIX(id);
 }
 
 void sluice_topic_confs_release(client_t *c) {
-    for (int i = 0; i < c->topic_conf_count; i++) rd_kafka_topic_conf_destroy(c->topic_confs[i]);
-    free(c->topic_confs);
-    c->topic_confs = NULL;
-    c->topic_conf_count = c->topic_conf_capa = 0;
+    for (int i = 0; i < c->producer.topic_conf_count; i++) rd_kafka_topic_conf_destroy(c->producer.topic_confs[i]);
+    free(c->producer.topic_confs);
+    c->producer.topic_confs = NULL;
+    c->producer.topic_conf_count = c->producer.topic_conf_capa = 0;
 }
 
 static int conf_id_arg(client_t *c, VALUE conf_id) {
     int id = NIL_P(conf_id) ? 0 : NUM2INT(conf_id);
-    if (id < 0 || id > c->topic_conf_count) rb_raise(rb_eArgError, "unknown topic config id %d", id);
+    if (id < 0 || id > c->producer.topic_conf_count) rb_raise(rb_eArgError, "unknown topic config id %d", id);
     return id;
 }
 
@@ -382,8 +382,8 @@ static VALUE client_validate(VALUE self, VALUE message) {
 static VALUE client_handles(VALUE self, VALUE klass, VALUE notifier) {
     client_t *c = sluice_client_get(self);
     Check_Type(klass, T_CLASS);
-    RB_OBJ_WRITE(self, &c->handle_class, klass);
-    RB_OBJ_WRITE(self, &c->notifier, notifier);
+    RB_OBJ_WRITE(self, &c->producer.handle_class, klass);
+    RB_OBJ_WRITE(self, &c->producer.notifier, notifier);
     return Qnil;
 }
 
@@ -395,10 +395,10 @@ static VALUE client_handles(VALUE self, VALUE klass, VALUE notifier) {
 static VALUE produce_one(client_t *c, message_t *m, int conf_id) {
     rd_kafka_topic_t *rkt = topic_for(c, m->topic, conf_id);
     const char *topic = StringValueCStr(m->topic);
-    VALUE handle = rb_obj_alloc(c->handle_class);
+    VALUE handle = rb_obj_alloc(c->producer.handle_class);
     rb_ivar_set(handle, id_iv_topic, m->topic);
     rb_ivar_set(handle, id_iv_label, m->label);
-    rb_ivar_set(handle, id_iv_notifier, c->notifier);
+    rb_ivar_set(handle, id_iv_notifier, c->producer.notifier);
     long slot = slot_acquire(c, handle);
     /* Nothing below raises: the slot is released on every failure path. */
     rd_kafka_vu_t vu[8];
@@ -435,7 +435,7 @@ static VALUE produce_one(client_t *c, message_t *m, int conf_id) {
 }
 
 static void check_handles(client_t *c) {
-    if (NIL_P(c->handle_class)) rb_raise(rb_eRuntimeError, "Client#handles was not called");
+    if (NIL_P(c->producer.handle_class)) rb_raise(rb_eRuntimeError, "Client#handles was not called");
 }
 
 /*
@@ -506,7 +506,7 @@ static VALUE client_produce_many(int argc, VALUE *argv, VALUE self) {
 /* #outq_len -> messages not yet delivered plus events not yet served */
 static VALUE client_outq_len(VALUE self) { return INT2NUM(rd_kafka_outq_len(sluice_client_open(self)->rk)); }
 
-static VALUE client_inflight_count(VALUE self) { return LONG2NUM(sluice_client_get(self)->inflight_count); }
+static VALUE client_inflight_count(VALUE self) { return LONG2NUM(sluice_client_get(self)->producer.inflight_count); }
 
 /* ------------------------------------------------------------------ blocking operations */
 
@@ -577,26 +577,26 @@ static VALUE client_partition_for(VALUE self, VALUE key, VALUE count) {
     client_t *c = sluice_client_get(self);
     StringValue(key);
     int32_t cnt = NUM2INT(count);
-    if (!c->partitioner || RSTRING_LEN(key) == 0 || cnt <= 0) return INT2FIX(RD_KAFKA_PARTITION_UA);
-    return INT2FIX(c->partitioner(NULL, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), cnt, NULL, NULL));
+    if (!c->producer.partitioner || RSTRING_LEN(key) == 0 || cnt <= 0) return INT2FIX(RD_KAFKA_PARTITION_UA);
+    return INT2FIX(c->producer.partitioner(NULL, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), cnt, NULL, NULL));
 }
 
 void sluice_topics_release(client_t *c) {
-    for (int i = 0; i < c->topic_count; i++) {
-        rd_kafka_topic_destroy(c->topics[i].rkt);
-        free(c->topics[i].name);
+    for (int i = 0; i < c->producer.topic_count; i++) {
+        rd_kafka_topic_destroy(c->producer.topics[i].rkt);
+        free(c->producer.topics[i].name);
     }
-    free(c->topics);
-    c->topics = NULL;
-    c->topic_count = c->topic_capa = 0;
+    free(c->producer.topics);
+    c->producer.topics = NULL;
+    c->producer.topic_count = c->producer.topic_capa = 0;
 }
 
 /* #take_inflight -> handles that never got a delivery report (after #destroy) */
 static VALUE client_take_inflight(VALUE self) {
     client_t *c = sluice_client_get(self);
     VALUE out = rb_ary_new();
-    if (NIL_P(c->inflight)) return out;
-    for (long i = 0; i < RARRAY_LEN(c->inflight); i++) {
+    if (NIL_P(c->producer.inflight)) return out;
+    for (long i = 0; i < RARRAY_LEN(c->producer.inflight); i++) {
         VALUE h = sluice_inflight_release(c, i);
         if (!NIL_P(h)) rb_ary_push(out, h);
     }
@@ -618,7 +618,7 @@ static partitioner_fn partitioner_named(const char *name) {
 }
 
 static void note_partitioner(client_t *c, const char *name, const char *value) {
-    if (!strcmp(name, "partitioner")) c->partitioner = partitioner_named(value);
+    if (!strcmp(name, "partitioner")) c->producer.partitioner = partitioner_named(value);
 }
 
 /*
@@ -628,11 +628,11 @@ static void note_partitioner(client_t *c, const char *name, const char *value) {
  */
 static VALUE producer_initialize(VALUE self, VALUE pairs) {
     client_t *c = sluice_client_get(self);
-    c->partitioner = rd_kafka_msg_partitioner_consistent_random;
+    c->producer.partitioner = rd_kafka_msg_partitioner_consistent_random;
     rd_kafka_conf_t *conf = sluice_conf_new(pairs, note_partitioner, c);
     sluice_client_start(self, c, RD_KAFKA_PRODUCER, conf,
                         RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR | RD_KAFKA_EVENT_STATS | RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH, 0);
-    RB_OBJ_WRITE(self, &c->inflight, rb_ary_new());
+    RB_OBJ_WRITE(self, &c->producer.inflight, rb_ary_new());
     return self;
 }
 
