@@ -5,6 +5,13 @@ module Sluice
     # Tells, from librdkafka's error events, when an authentication or TLS
     # failure keeps every broker down: an :authentication or :ssl error, then
     # all_brokers_down. Nothing else says so: librdkafka only reconnects.
+    # A reconnect that fails again says so again, and what was produced
+    # meanwhile fails too: librdkafka 2.14 repeats all_brokers_down after each
+    # failed attempt (the unchanged authentication error only once); 2.0.2
+    # repeats the authentication error once and not all_brokers_down (every
+    # broker was down already), so an authentication error seen while every
+    # broker is down counts as both. (Then 2.0.2 stays silent: README, "Known
+    # limitations".)
     class AuthWatch
       ALL_BROKERS_DOWN = :all_brokers_down
       # A failure still explains all_brokers_down this long (s) after it was
@@ -15,17 +22,20 @@ module Sluice
       def initialize
         @failure = nil
         @seen_at = 0
+        @all_down = false # all_brokers_down seen while the failure was current
       end
 
       # @return [KafkaError, nil] the failure, when this error says that it
       #   now keeps every broker down
       def observe(error)
         if error.authentication?
+          @all_down &&= !current.nil? # a stale failure says nothing about brokers now
           @failure = error
           @seen_at = now
-          nil
+          error if @all_down
         elsif error.code == ALL_BROKERS_DOWN && current
           @seen_at = now
+          @all_down = true
           @failure
         end
       end

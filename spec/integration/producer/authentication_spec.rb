@@ -28,15 +28,25 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
     e
   end
 
-  it "raises AuthenticationError from produce_sync with a wrong SCRAM password, with librdkafka's reason",
-     skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.1") &&
-                             "librdkafka 2.0.2 reports a SCRAM refusal differently (seen in CI's system-library pass)") do
+  it "raises AuthenticationError from produce_sync with a wrong SCRAM password, with librdkafka's reason" do
     producer = producer_with(scram(password: "wrong"))
 
     error = auth_error_within(5) { producer.produce_sync(topic: topic, payload: "x") }
     expect(error.code).to eq(:authentication)
     expect(error.kafka_error.message).to match(/SASL authentication error.*invalid credentials/)
-    expect { producer.produce_sync(topic: topic, payload: "again") }.to raise_error(Sluice::Errors::AuthenticationError)
+  end
+
+  # librdkafka says so again at each failed reconnect (2.14.2: all_brokers_down
+  # each time). 2.0.2 repeats the authentication error once, then stays silent
+  # while nothing changes: later messages wait for message.timeout.ms there
+  # (README, "Known limitations").
+  it "raises it again for what is produced later, while the broker still refuses",
+     skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.14") &&
+            "librdkafka #{Sluice.librdkafka_version} stops repeating an unchanged authentication failure") do
+    producer = producer_with(scram(password: "wrong"))
+
+    auth_error_within(5) { producer.produce_sync(topic: topic, payload: "x") }
+    3.times { |i| auth_error_within(5) { producer.produce_sync(topic: topic, payload: "again #{i}") } }
   end
 
   it "resolves pending handles with it and raises it from flush" do
