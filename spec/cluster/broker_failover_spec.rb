@@ -21,6 +21,14 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
   min_transactions = 150
   abort_every = 5
 
+  # librdkafka 2.0.2 (CI's system-library build) believes a restarted node's
+  # stale metadata (librdkafka checks metadata against leader epochs since
+  # 2.1, KIP-320): the idempotent scenario's tolerances below are for it
+  # alone. The bundled 2.14.2 showed none of it in 5 runs of both modes (10
+  # leader-kill scenarios); 2.0.2 in 1 of 4 (2 runs x 2 modes: 1,866 unknown_partition
+  # reports, 10 refused produces). Only versions tested are trusted.
+  stale_metadata = Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.14")
+
   before(:context) { @cluster_was_running = TestCluster.start }
   after(:context) { TestCluster.stop unless @cluster_was_running }
 
@@ -43,10 +51,12 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
   # and produce then refuses it at once (ProduceError unknown_topic; seen
   # once in CI). Nothing was enqueued, so nothing is lost: like an
   # application would, retry shortly, counting each refusal (printed).
+  define_method(:stale_metadata?) { stale_metadata }
+
   def produce_retrying(producer, refused, **message)
     producer.produce_async(**message)
   rescue Sluice::Errors::ProduceError => e
-    raise unless e.code == :unknown_topic && refused[e.code] < 100
+    raise unless stale_metadata? && e.code == :unknown_topic && refused[e.code] < 100
 
     refused[e.code] += 1
     sleep(0.05)
@@ -106,7 +116,7 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
     # of 100,017 once, under load). Those are reported to the application, not
     # lost silently: they are left out of what must be in the log, and any
     # other kind of failed report still fails the example.
-    reported = reports.each_index.select { |seq| reports[seq].error&.code == :unknown_partition }.to_set
+    reported = reports.each_index.select { |seq| stale_metadata && reports[seq].error&.code == :unknown_partition }.to_set
     expected = Array.new(3) { |partition| (partition...handles.size).step(3).reject { |seq| reported.include?(seq) } }
     figures = tally(expected, found.map { |log| log.map { |_offset, payload| Integer(payload) } })
     by_offset = found.map(&:to_h)
@@ -120,7 +130,7 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
                 failed: failed, misplaced: misplaced, errors: errors, refused: refused, **figures)
 
     expect(killed.uniq.size).to eq(2)
-    expect(failed.keys - [:unknown_partition]).to be_empty
+    expect(failed.keys - (stale_metadata ? [:unknown_partition] : [])).to be_empty
     expect(figures).to include(lost: 0, duplicated: 0, reordered: 0, unexpected: 0)
     expect(misplaced).to eq(0)
   end
