@@ -16,7 +16,7 @@ Gem::Specification.new do |spec|
                        "or librdkafka >= 2.0 with its headers through pkg-config, with SLUICE_USE_SYSTEM_LIBRDKAFKA=1"]
   # What users get: the Ruby API and the C sources it is built from at install
   # time, never specs, build outputs or a compiled extension.
-  spec.files = Dir["lib/**/*.rb", "ext/**/*.{c,h,rb}", "README.md", "LICENSE", "CHANGELOG.md"]
+  spec.files = Dir["lib/**/*.rb", "ext/**/*.{c,h,rb,patch}", "README.md", "LICENSE", "CHANGELOG.md"]
   spec.extensions = ["ext/sluice/extconf.rb"]
   spec.require_paths = ["lib"]
   # Builds the pinned librdkafka at install time (ext/sluice/librdkafka_recipe.rb).

@@ -30,6 +30,10 @@ module SluiceBuild
     GSSAPI_ENV = "SLUICE_LIBRDKAFKA_GSSAPI"
     GSSAPI = { "" => [], "0" => %w[--disable-gssapi], "1" => %w[--enable-gssapi] }.freeze
 
+    # Changes to librdkafka's source, applied in name order before configure
+    # (each says why in its header; each belongs upstream).
+    PATCHES = Dir[File.join(__dir__, "patches", "librdkafka", "*.patch")].sort.freeze
+
     Result = Struct.new(:include_dir, :archive, :libs, :built_with, keyword_init: true)
 
     class Error < StandardError; end
@@ -67,7 +71,9 @@ module SluiceBuild
     end
 
     def options_digest
-      Digest::SHA256.hexdigest([configure_options, RbConfig::CONFIG["CC"], ENV.fetch("CC", ""), ENV.fetch("CFLAGS", "")].join("\n"))[0, 12]
+      patches = PATCHES.map { |path| Digest::SHA256.file(path).hexdigest }
+      inputs = [configure_options, RbConfig::CONFIG["CC"], ENV.fetch("CC", ""), ENV.fetch("CFLAGS", ""), *patches]
+      Digest::SHA256.hexdigest(inputs.join("\n"))[0, 12]
     end
 
     # The archive to build from, verified: SLUICE_LIBRDKAFKA_ARCHIVE, else one
@@ -179,6 +185,7 @@ module SluiceBuild
       portile.files = [{ url: "file://#{File.expand_path(@archive)}", sha256: Digest::SHA256.file(@archive).hexdigest }]
       portile.target = @work_root
       portile.configure_options = ["--prefix=#{@prefix}", *@configure_options]
+      portile.patch_files = Librdkafka::PATCHES
       portile.jobs = @jobs
       Dir.chdir(@work_root) do # mini_portile2 unpacks under ./tmp
         portile.cook

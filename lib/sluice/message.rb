@@ -1,38 +1,41 @@
 # frozen_string_literal: true
 
 module Sluice
-  # A consumed message. Built by the native consumer, which sets the fields
-  # directly (ext/sluice/consume.c: keep the names): one object per message,
-  # key and payload binary-exact (ASCII-8BIT), the topic name shared by every
-  # message of the topic. Headers and the timestamp become Ruby objects only
-  # when asked for.
+  # A consumed message. A Struct the native consumer defines and fills field
+  # by field (ext/sluice/consume.c fixes the field order): one object per
+  # message, key and payload binary-exact (ASCII-8BIT), the topic name shared
+  # by every message of the topic. Headers become a Hash only when asked for.
+  # Read-only: the fields have no public writers. Two messages are equal when
+  # their fields are (Struct#==).
   class Message
-    attr_reader :topic, :partition, :offset, :key, :payload
-    # Milliseconds since the epoch, as Kafka stores it.
-    attr_reader :timestamp_ms
+    # (defined natively) topic, partition, offset, key, payload,
+    # timestamp_ms (milliseconds since the epoch, as Kafka stores it),
+    # raw_headers (the headers as a flat [name, value, ...] Array, or nil)
+    private(*members.map { |name| :"#{name}=" }, :[]=, :raw_headers)
 
     # @return [Hash{String => String, Array<String>}] a name given more than
     #   once maps to its values in order; a header without value maps to nil
     def headers
-      @headers ||= (@raw_headers || []).each_slice(2).each_with_object({}) do |(name, value), hash|
+      @headers ||= (raw_headers || []).each_slice(2).each_with_object({}) do |(name, value), hash|
         hash[name] = hash.key?(name) ? [*hash[name], value] : value
       end.freeze
     end
 
     # @return [Array<Array(String, String)>] every header in order, as sent
-    def header_pairs = (@raw_headers || []).each_slice(2).to_a
+    def header_pairs = (raw_headers || []).each_slice(2).to_a
 
     # @return [Time, nil] the message's timestamp (CreateTime or LogAppendTime)
-    def timestamp = @timestamp_ms && Time.at(@timestamp_ms / 1000, @timestamp_ms % 1000, :millisecond)
+    def timestamp = timestamp_ms && Time.at(timestamp_ms / 1000, timestamp_ms % 1000, :millisecond)
 
     # A tombstone (a key with no payload: the key's deletion in a compacted topic)?
-    def tombstone? = @payload.nil?
+    def tombstone? = payload.nil?
 
-    def to_h = { topic: @topic, partition: @partition, offset: @offset, key: @key, payload: @payload, headers: headers, timestamp: timestamp }
+    def to_h = { topic: topic, partition: partition, offset: offset, key: key, payload: payload, headers: headers, timestamp: timestamp }
 
     def inspect
-      key = " key=#{@key.inspect}" if @key
-      "#<#{self.class.name} #{@topic}/#{@partition}@#{@offset}#{key} #{@payload ? "#{@payload.bytesize} bytes" : "tombstone"}>"
+      shown_key = " key=#{key.inspect}" if key
+      "#<#{self.class.name} #{topic}/#{partition}@#{offset}#{shown_key} #{payload ? "#{payload.bytesize} bytes" : "tombstone"}>"
     end
+    alias to_s inspect
   end
 end

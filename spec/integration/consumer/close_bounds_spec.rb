@@ -60,8 +60,7 @@ RSpec.describe "Consumer close bounds", :kafka do
           e.message
         end
         commit_seconds = now - started
-        message = Sluice::Message.allocate # what each_message stores: the offset after it
-        { :@topic => TOPIC, :@partition => 0, :@offset => 9 }.each { |name, value| message.instance_variable_set(name, value) }
+        message = Sluice::Message.new(TOPIC, 0, 9) # what each_message stores: the offset after it
         consumer.store_offset(message)
         started = now
         consumer.close(timeout: 2_000)
