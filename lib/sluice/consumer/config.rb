@@ -26,18 +26,30 @@ module Sluice
       # queued.min.messages (100,000) or queued.max.messages.kbytes (64 MB of
       # payload), then waits fetch.queue.backoff.ms (1,000) before it looks
       # again: a reader faster than one queue-full per second idles. 10 ms
-      # keeps those bounds and reads at full speed (one consumer, 100-byte
-      # messages, bundled 2.14.2: each_message 152k -> 839k msg/s). Older
-      # librdkafka (the system's, < 2.2) has no such setting.
+      # reads at full speed (one consumer, 100-byte messages, bundled 2.14.2:
+      # each_message 152k -> 839k msg/s). With prefetching resumed that soon,
+      # a queue of 100,000 messages is only a working set too big for the
+      # caches (each message keeps its fetch response alive): 15,000 read
+      # faster (one run each of three, `ruby bench/consumer_cell.rb`, medians:
+      # one consumer each_message 518k -> 758k, each_batch 686k -> 1.01 M;
+      # six in one process each_batch 537k -> 915k msg/s, RSS 430 -> 220 MB);
+      # 5,000 starved one consumer (548k each_batch). Older librdkafka (the
+      # system's, < 2.2) has no backoff setting: its fixed second needs the
+      # big queue, so there both stay librdkafka's.
       PREFETCH_BACKOFF_MS = "10"
+      PREFETCH_MESSAGES = "15000"
 
       # What librdkafka gets: the properties as given, with the offset store
       # left to sluice (offsets are stored once a message was processed) and
-      # a short prefetch backoff, unless the application chose otherwise.
+      # a short prefetch backoff with a smaller queue, unless the application
+      # chose otherwise.
       def kafka_pairs
         pairs = super
         pairs << ["enable.auto.offset.store", "false"] unless kafka_setting("enable.auto.offset.store")
-        pairs << ["fetch.queue.backoff.ms", PREFETCH_BACKOFF_MS] if prefetch_backoff?
+        if prefetch_backoff?
+          pairs << ["fetch.queue.backoff.ms", PREFETCH_BACKOFF_MS]
+          pairs << ["queued.min.messages", PREFETCH_MESSAGES] unless kafka_setting("queued.min.messages")
+        end
         pairs
       end
 

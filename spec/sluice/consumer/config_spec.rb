@@ -14,15 +14,22 @@ RSpec.describe Sluice::Consumer::Config do
     expect(pairs("enable.auto.offset.store": true)["enable.auto.offset.store"]).to eq("true")
   end
 
-  it "prefetches without pausing a second whenever the queue was full (fetch.queue.backoff.ms 10 from librdkafka 2.2)" do
+  it "prefetches without pausing a second whenever the queue was full, into a smaller queue (from librdkafka 2.2)" do
     allow(Sluice).to receive(:librdkafka_version).and_return("2.14.2")
-    expect(pairs["fetch.queue.backoff.ms"]).to eq("10")
-    expect(pairs("fetch.queue.backoff.ms": 500)["fetch.queue.backoff.ms"]).to eq("500") # the application's wins
-    expect(pairs).not_to include("queued.min.messages", "queued.max.messages.kbytes") # librdkafka's bounds stay
+    expect(pairs).to include("fetch.queue.backoff.ms" => "10", "queued.min.messages" => "15000")
+    expect(pairs).not_to include("queued.max.messages.kbytes") # librdkafka's 64 MB bound stays
   end
 
-  it "sets nothing librdkafka older than 2.2 does not know" do
+  it "lets the application's prefetch settings win" do
+    allow(Sluice).to receive(:librdkafka_version).and_return("2.14.2")
+    expect(pairs("queued.min.messages": 100_000)).to include("fetch.queue.backoff.ms" => "10", "queued.min.messages" => "100000")
+    # a backoff of its own (say the default second) needs the queue it comes with
+    expect(pairs("fetch.queue.backoff.ms": 1000)).to include("fetch.queue.backoff.ms" => "1000")
+    expect(pairs("fetch.queue.backoff.ms": 1000)).not_to include("queued.min.messages")
+  end
+
+  it "sets nothing librdkafka older than 2.2 does not know, and keeps the queue its fixed second needs" do
     allow(Sluice).to receive(:librdkafka_version).and_return("2.0.2")
-    expect(pairs).not_to include("fetch.queue.backoff.ms")
+    expect(pairs).not_to include("fetch.queue.backoff.ms", "queued.min.messages")
   end
 end
