@@ -89,6 +89,7 @@ static void client_free(void *p) {
     if (!c->rk) {
         if (c->consumer.relay) sluice_relay_free(c->consumer.relay); /* creating the handle failed */
         sluice_topic_confs_release(c);
+        sluice_consume_free(c); /* (destroyed: released already, a no-op) */
         xfree(c);
         return;
     }
@@ -97,6 +98,7 @@ static void client_free(void *p) {
         for (int i = 0; i < c->producer.topic_count; i++) free(c->producer.topics[i].name);
         free(c->producer.topics);
         sluice_topic_confs_release(c); /* plain memory: no librdkafka thread touches a topic conf */
+        sluice_consume_free(c);        /* the parent's events: only our copy of the list */
         close_pipe(c);
         xfree(c);
         return;
@@ -409,6 +411,9 @@ static void hand_over(client_t *c, struct teardown *t) {
     c->queue = c->consumer.queue = c->consumer.sasl_queue = NULL;
     c->pending = NULL;
     c->consumer.relay = NULL;
+    c->consumer.taken = NULL; /* the copy destroys the events and frees the arrays */
+    c->consumer.taken_messages = NULL;
+    c->consumer.taken_count = c->consumer.taken_capa = 0;
     c->producer.topics = NULL; /* the copy frees the array */
     c->producer.topic_count = c->producer.topic_capa = 0;
     c->producer.topic_confs = NULL;

@@ -61,6 +61,9 @@ typedef struct {
     rd_kafka_queue_t *queue;   /* the consumer queue: messages, rebalances, consumer errors */
     int wake_r, wake_w;        /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
     int exhausted;             /* the last #consume stopped with events left */
+    rd_kafka_event_t **taken;  /* the last #consume's events, destroyed by the next one or by release (malloc'd) */
+    const rd_kafka_message_t **taken_messages; /* each one's message (NULL: not a fetch) */
+    long taken_count, taken_capa;
     int rebalance_due;         /* a rebalance went to Ruby and was not answered yet (#assign/#unassign) */
     VALUE topic_names;         /* frozen topic names, shared by every message of the topic */
     int closing;               /* close began: calls of other threads are refused (consumer.c) */
@@ -120,6 +123,10 @@ client_t *sluice_client_open(VALUE self);
 void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg,
                             void (*release)(void *));
 void sluice_client_unblock(client_t *c);
+/* The end of a call whose results must reach Ruby before any interrupt does
+ * (#consume: what it took is handed out, never dropped): ends the count and
+ * leaves a pending interrupt to Ruby's next check, as a call that kept the GVL would. */
+static inline void sluice_client_unblock_deferred(client_t *c) { __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST); }
 
 /* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending. */
 static inline void sluice_raise_pending_interrupts(void) { rb_thread_check_ints(); }
@@ -155,6 +162,9 @@ client_t *sluice_consumer_open(VALUE self);
 void sluice_consumer_not_closing(client_t *c);
 /* Releases what a consumer holds besides the handle (release_native, no GVL). */
 void sluice_consumer_release(client_t *c);
+/* consume.c: the last #consume's events destroyed and its buffers freed; _free: the buffers only (a forked child) */
+void sluice_consume_release(client_t *c);
+void sluice_consume_free(client_t *c);
 rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary);
 VALUE sluice_partitions_to_ary(const rd_kafka_topic_partition_list_t *list);
 

@@ -8,7 +8,12 @@
  * of the consumer queue counts as the application polling for
  * max.poll.interval.ms, so a waiting consumer stays in its group by calling
  * #consume now and then, while one stuck in a long block is not rescued by
- * anyone else's polling.
+ * anyone else's polling. It takes the events without the GVL and builds the
+ * Ruby objects with it: with several consumers in one process, librdkafka's
+ * share of each message (taking it off the queue, moving the position,
+ * destroying it) runs beside the other readers instead of in turn with them
+ * (six consumers, each_batch: 616-837k msg/s against 409-505k with the GVL
+ * held throughout, one run each of two).
  */
 #include "client.h"
 
@@ -72,14 +77,12 @@ static VALUE build_message(client_t *c, const rd_kafka_message_t *m) {
 }
 
 /*
- * One event of the consumer queue into batch. Returns 1 when the drain must
- * stop after it: Ruby handles a rebalance before anything fetched after it.
+ * One event of the consumer queue (and its message, for a fetch) into batch.
  */
-static int take_event(client_t *c, rd_kafka_event_t *ev, VALUE batch) {
+static void take_event(client_t *c, rd_kafka_event_t *ev, const rd_kafka_message_t *m, VALUE batch) {
     switch (rd_kafka_event_type(ev)) {
-    case RD_KAFKA_EVENT_FETCH: {
-        const rd_kafka_message_t *m = rd_kafka_event_message_next(ev);
-        if (!m) return 0;
+    case RD_KAFKA_EVENT_FETCH:
+        if (!m) return;
         if (!m->err) {
             rb_ary_push(batch, build_message(c, m));
         } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -89,73 +92,136 @@ static int take_event(client_t *c, rd_kafka_event_t *ev, VALUE batch) {
             rb_ary_push(batch, rb_ary_new_from_args(4, sym_error, INT2FIX(m->err), rb_str_new_cstr(rd_kafka_message_errstr(m)),
                                                     Qfalse));
         }
-        return 0;
-    }
+        return;
     case RD_KAFKA_EVENT_REBALANCE: {
         rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
         VALUE kind = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS   ? sym_assign
                      : err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS ? sym_revoke
                                                                    : sym_error;
         const char *protocol = rd_kafka_rebalance_protocol(c->rk);
-        c->consumer.rebalance_due = 1;
         rb_ary_push(batch, rb_ary_new_from_args(5, sym_rebalance, kind,
                                                 sluice_partitions_to_ary(rd_kafka_event_topic_partition_list(ev)),
                                                 rb_str_new_cstr(protocol ? protocol : "NONE"), INT2FIX(err)));
-        return 1;
+        return;
     }
     case RD_KAFKA_EVENT_ERROR:
         if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__PARTITION_EOF) { /* how 2.0.2 reports it */
             rd_kafka_topic_partition_t *tp = rd_kafka_event_topic_partition(ev);
             if (tp) {
-                rb_ary_push(batch, rb_ary_new_from_args(4, sym_eof, rb_str_new_cstr(tp->topic), INT2FIX(tp->partition),
-                                                        LL2NUM(tp->offset)));
-                rd_kafka_topic_partition_destroy(tp);
-                return 0;
+                VALUE topic = rb_str_new_cstr(tp->topic);
+                int32_t partition = tp->partition;
+                int64_t offset = tp->offset;
+                rd_kafka_topic_partition_destroy(tp); /* before anything else may raise */
+                rb_ary_push(batch, rb_ary_new_from_args(4, sym_eof, topic, INT2FIX(partition), LL2NUM(offset)));
+                return;
             }
         }
         rb_ary_push(batch, rb_ary_new_from_args(4, sym_error, INT2FIX(rd_kafka_event_error(ev)),
                                                 sluice_str_or_nil(rd_kafka_event_error_string(ev)),
                                                 rd_kafka_event_error_is_fatal(ev) ? Qtrue : Qfalse));
-        return 0;
+        return;
     default:
-        return 0;
+        return;
     }
 }
 
 /* Events taken between two looks at the clock (about 50 µs of work). */
 #define BUDGET_CHECK_EVERY 64
 
+/* The last #consume's events, destroyed (C only: any thread, with or without the GVL). */
+static void destroy_taken(client_t *c) {
+    for (long i = 0; i < c->consumer.taken_count; i++) rd_kafka_event_destroy(c->consumer.taken[i]);
+    c->consumer.taken_count = 0;
+}
+
+void sluice_consume_free(client_t *c) {
+    free(c->consumer.taken);
+    free(c->consumer.taken_messages);
+    c->consumer.taken = NULL;
+    c->consumer.taken_messages = NULL;
+    c->consumer.taken_count = c->consumer.taken_capa = 0;
+}
+
+void sluice_consume_release(client_t *c) {
+    destroy_taken(c);
+    sluice_consume_free(c);
+}
+
+struct take_args {
+    client_t *c;
+    long limit;
+    double budget_ms;
+};
+
+/*
+ * Without the GVL: destroys the previous #consume's events, empties the
+ * wake-up pipe, and takes up to limit events (stopping after a rebalance,
+ * which Ruby answers before anything fetched after it), each fetch's message
+ * prepared (librdkafka's position moves past it). What only librdkafka
+ * touches is done here, while other threads build their messages; what
+ * becomes Ruby objects is done with the GVL (#consume).
+ */
+static void *take_nogvl(void *p) {
+    struct take_args *a = p;
+    client_t *c = a->c;
+    destroy_taken(c);
+    char buf[64];
+    while (read(c->consumer.wake_r, buf, sizeof(buf)) > 0) {
+    }
+    double deadline = a->budget_ms < 0 ? INFINITY : sluice_now_ms() + a->budget_ms;
+    for (long n = 0; n < a->limit;) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->consumer.queue, 0);
+        if (!ev) break;
+        int type = rd_kafka_event_type(ev);
+        c->consumer.taken[n] = ev;
+        c->consumer.taken_messages[n] = type == RD_KAFKA_EVENT_FETCH ? rd_kafka_event_message_next(ev) : NULL;
+        c->consumer.taken_count = ++n;
+        if (type == RD_KAFKA_EVENT_REBALANCE) {
+            c->consumer.rebalance_due = 1; /* answered by Ruby, or by release if that never happens */
+            break;
+        }
+        if (n % BUDGET_CHECK_EVERY == 0 && sluice_now_ms() >= deadline) break; /* a clock read costs as much as a message */
+    }
+    c->consumer.exhausted = rd_kafka_queue_length(c->consumer.queue) > 0;
+    return NULL;
+}
+
+/* Room for limit events, allocated before the call (nothing may fail without the GVL). */
+static void reserve_taken(client_t *c, long limit) {
+    if (limit <= c->consumer.taken_capa) return;
+    rd_kafka_event_t **events = realloc(c->consumer.taken, (size_t)limit * sizeof(*events));
+    if (events) c->consumer.taken = events;
+    const rd_kafka_message_t **messages = realloc(c->consumer.taken_messages, (size_t)limit * sizeof(*messages));
+    if (messages) c->consumer.taken_messages = messages;
+    if (!events || !messages) rb_raise(rb_eNoMemError, "no memory for %ld consumer events", limit);
+    c->consumer.taken_capa = limit;
+}
+
 /*
  * #consume(max_items, budget_ms) -> Array
  *
- * Empties the wake-up pipe, then takes up to max_items from the consumer
- * queue without blocking (GVL held), for at most budget_ms. Items are
- * Sluice::Message objects and, rarely, Arrays:
+ * Takes up to max_items from the consumer queue without blocking, for at
+ * most budget_ms: without the GVL what only librdkafka touches (take_nogvl),
+ * then with it the Ruby objects. Items are Sluice::Message objects and,
+ * rarely, Arrays:
  *   [:rebalance, :assign | :revoke | :error, [[topic, partition, offset, err], ...], protocol, code]
  *     (the drain stops after it: it must be answered first)
  *   [:error, code, reason, fatal]     a consumer error (fetch failed, max.poll.interval.ms exceeded...)
  *   [:eof, topic, partition, offset]  with enable.partition.eof
  * #exhausted? tells whether events were left (the pipe is empty then: the
- * caller must not wait before consuming again).
+ * caller must not wait before consuming again). The events stay until the
+ * next call (or close) destroys them, without the GVL too.
  */
 static VALUE consumer_consume(VALUE self, VALUE max_items, VALUE budget) {
     client_t *c = sluice_consumer_open(self);
     long limit = NUM2LONG(max_items);
-    double budget_ms = NUM2DBL(budget);
-    double deadline = budget_ms < 0 ? INFINITY : sluice_now_ms() + budget_ms;
+    struct take_args a = {c, limit, NUM2DBL(budget)};
+    if (limit < 1) rb_raise(rb_eArgError, "max_items must be positive, got %ld", limit);
+    reserve_taken(c, limit);
     VALUE batch = rb_ary_new();
-    char buf[64];
-    while (read(c->consumer.wake_r, buf, sizeof(buf)) > 0) {
-    }
-    for (long n = 1; RARRAY_LEN(batch) < limit; n++) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->consumer.queue, 0);
-        if (!ev) break;
-        int stop = take_event(c, ev, batch);
-        rd_kafka_event_destroy(ev);
-        if (stop) break;
-        if (n % BUDGET_CHECK_EVERY == 0 && sluice_now_ms() >= deadline) break; /* a clock read costs as much as a message */
-    }
-    c->consumer.exhausted = rd_kafka_queue_length(c->consumer.queue) > 0;
+    sluice_client_blocking(c, take_nogvl, &a, NULL, NULL, NULL);
+    sluice_client_unblock_deferred(c);
+    for (long i = 0; i < c->consumer.taken_count; i++) take_event(c, c->consumer.taken[i], c->consumer.taken_messages[i], batch);
     return batch;
 }
 

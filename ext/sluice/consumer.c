@@ -308,6 +308,7 @@ void sluice_consumer_release(client_t *c) {
         c->consumer.sasl_queue = NULL;
     }
     rd_kafka_queue_io_event_enable(c->consumer.queue, -1, NULL, 0);
+    sluice_consume_release(c); /* the last #consume's events hold their partitions too */
     /* Messages fetched and never consumed hold their partitions, which hold
      * their brokers: left in the queue, rd_kafka_destroy would wait forever
      * for those broker threads. (librdkafka's own close serves a temporary
