@@ -35,9 +35,11 @@ module Bench
     # librdkafka stops fetching while the consumer queue holds
     # queued.min.messages and looks again after fetch.queue.backoff.ms (2.2+;
     # before, on its broker thread's next 1 s wake-up): a reader slower than
-    # the fetcher waits most of each second. sluice's consumer sets 10 ms by
-    # default (2.2+); the tuned rows give ccbench (and, before 2.2, sluice)
-    # what lifts that wait. Memory stays bounded by queued.max.messages.kbytes.
+    # the fetcher waits most of each second. sluice's consumer sets 10 ms and
+    # a 15,000-message queue by default (2.2+); the tuned rows give ccbench
+    # (and, before 2.2, sluice) what lifts that wait, with librdkafka's own
+    # queue size (a backoff given keeps it: Consumer::Config). Memory stays
+    # bounded by queued.max.messages.kbytes.
     TUNED_2_2 = { "fetch.queue.backoff.ms" => "10" }.freeze
     TUNED_2_0 = { "queued.min.messages" => "1000000" }.freeze
     # Issue 17's goals for one consumer with default settings, msg/s.

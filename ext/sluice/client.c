@@ -195,10 +195,14 @@ static VALUE refuse_if_closing(VALUE p) {
 void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg,
                             void (*release)(void *)) {
     /* A call with an unblock function (a wait for events) is cut short by
-     * close; one without is waited for, so is counted in c->calls. */
+     * close; one without is waited for, so is counted in c->calls. Only those
+     * are refused once a consumer's close began: a wait on the main queue
+     * (#wait_events, its own polling thread in :thread mode) makes no group
+     * call, and what it serves meanwhile (the close's commit result, errors)
+     * is still wanted. */
     struct blocking_call b = {fn, arg, 0, ubf ? NULL : &c->calls};
     for (;;) {
-        if (c->consumer.closing && c->kind == RD_KAFKA_CONSUMER) {
+        if (c->consumer.closing && c->kind == RD_KAFKA_CONSUMER && !ubf) {
             int state = 0;
             rb_protect(refuse_if_closing, (VALUE)c, &state);
             if (state) {

@@ -271,6 +271,23 @@ RSpec.describe Sluice::Consumer, :kafka do
       expect(consumer.close).to be_nil # documented: nothing to hand back
     end
 
+    # :thread mode's polling thread waits on the main queue while the close
+    # commits and leaves the group (each wait starts afresh, every 100 ms): it
+    # was refused ("consumer is closing", reported as poller.error) when one
+    # started in that window.
+    it "keeps its main queue served while it closes: a wait for events is not refused" do
+      consumer = build_consumer
+      consumer.assign(topic => [0])
+      client = consumer.instance_variable_get(:@client)
+      expect(client.close_start(1_000)).to be(true) # the closing state, as close enters it
+      expect(Thread.new { client.wait_events(10) }.value).to be(true).or be(false)
+      other_call = Thread.new do
+        Thread.current.report_on_exception = false
+        client.assignment
+      end
+      expect { other_call.join }.to raise_error(Sluice::Errors::ConsumerClosedError, /closing/) # a group call still is
+    end
+
     it "refuses every call after close with ConsumerClosedError" do
       consumer = build_consumer
       consumer.close
