@@ -34,6 +34,21 @@ RSpec.describe Sluice::Polling::AuthWatch do
     expect(observe(:ssl)).to eq([:ssl])
   end
 
+  it "takes an untrusted certificate reported as a transport error for the TLS failure it is (librdkafka 2.0.2)" do
+    untrusted = Sluice::KafkaError.new(Sluice::KafkaError.number_for(:transport),
+                                       "ssl://127.0.0.1:9096/bootstrap: error:0A000086:SSL routines::certificate verify failed " \
+                                       "(after 17ms in state SSL_HANDSHAKE)")
+    expect(watch.observe(untrusted)).to be_nil
+    refusal = watch.observe(error(:all_brokers_down))
+    expect([refusal.code, refusal.description]).to eq([:ssl, untrusted.description])
+  end
+
+  it "leaves a connection lost during a handshake a transport error (a broker restarting)" do
+    lost = Sluice::KafkaError.new(Sluice::KafkaError.number_for(:transport),
+                                  "ssl://127.0.0.1:9096/bootstrap: Disconnected (after 3ms in state SSL_HANDSHAKE)")
+    expect([watch.observe(lost), watch.observe(error(:all_brokers_down))]).to eq([nil, nil])
+  end
+
   it "says nothing of all_brokers_down without a current failure, or of an authentication error alone" do
     expect(observe(:all_brokers_down, :authentication, :transport)).to eq([nil, nil, nil])
   end
