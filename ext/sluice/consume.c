@@ -212,17 +212,34 @@ static void reserve_taken(client_t *c, long limit) {
  * caller must not wait before consuming again). The events stay until the
  * next call (or close) destroys them, without the GVL too.
  */
+struct build_args {
+    client_t *c;
+    VALUE batch;
+};
+
+static VALUE build_batch(VALUE p) {
+    struct build_args *b = (struct build_args *)p;
+    client_t *c = b->c;
+    for (long i = 0; i < c->consumer.taken_count; i++) take_event(c, c->consumer.taken[i], c->consumer.taken_messages[i], b->batch);
+    return Qnil;
+}
+
 static VALUE consumer_consume(VALUE self, VALUE max_items, VALUE budget) {
     client_t *c = sluice_consumer_open(self);
     long limit = NUM2LONG(max_items);
     struct take_args a = {c, limit, NUM2DBL(budget)};
     if (limit < 1) rb_raise(rb_eArgError, "max_items must be positive, got %ld", limit);
     reserve_taken(c, limit);
-    VALUE batch = rb_ary_new();
+    struct build_args b = {c, rb_ary_new()};
     sluice_client_blocking(c, take_nogvl, &a, NULL, NULL, NULL);
+    /* Still inside the gate while the events are read: #destroy (another
+     * thread's close, without the GVL) waits for it before destroying them.
+     * Whatever building raises (NoMemoryError) leaves the gate first. */
+    int state = 0;
+    rb_protect(build_batch, (VALUE)&b, &state);
     sluice_client_unblock_deferred(c);
-    for (long i = 0; i < c->consumer.taken_count; i++) take_event(c, c->consumer.taken[i], c->consumer.taken_messages[i], batch);
-    return batch;
+    if (state) rb_jump_tag(state);
+    return b.batch;
 }
 
 static VALUE consumer_consume_exhausted_p(VALUE self) { return sluice_client_get(self)->consumer.exhausted ? Qtrue : Qfalse; }
@@ -436,7 +453,31 @@ static VALUE consumer_seek(VALUE self, VALUE partitions, VALUE timeout) {
     return out;
 }
 
+/*
+ * Sluice::Native::Handoff#poll(timeout_ms) -> Message or nil: Consumer#poll
+ * (the Consumer includes this module). It is a C method for one reason: the
+ * message must leave the consumer in its very last step. Ruby checks for
+ * interrupts (Timeout, Thread#raise, kill) when a Ruby method returns, and one
+ * landing after the message left the consumer's buffer, before the caller
+ * had it, would skip it. So #lend_polled (Ruby: the checks, the read, the
+ * wait) lends the message, which stays the Inbox's (lib/sluice/consumer/inbox.rb,
+ * "The hand-off invariant"), and returns the lease; here it is taken out of
+ * the lease and returned with no Ruby method in between, and a C method's
+ * return is no check. An interrupt anywhere before leaves it lent: the next
+ * read hands it out again.
+ */
+static ID id_lend_polled;
+
+static VALUE handoff_poll(VALUE self, VALUE timeout_ms) {
+    VALUE lease = rb_funcall(self, id_lend_polled, 1, timeout_ms);
+    if (!RB_TYPE_P(lease, T_ARRAY) || RARRAY_LEN(lease) == 0) return Qnil;
+    return rb_ary_pop(lease);
+}
+
 void sluice_init_consume(VALUE klass) {
+    id_lend_polled = rb_intern("lend_polled");
+    rb_define_method(rb_define_module_under(sluice_mNative, "Handoff"), "poll", handoff_poll, 1);
+
     rb_define_method(klass, "consume", consumer_consume, 2);
     rb_define_method(klass, "consume_exhausted?", consumer_consume_exhausted_p, 0);
     rb_define_method(klass, "message_fd", consumer_message_fd, 0);

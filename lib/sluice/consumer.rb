@@ -119,16 +119,16 @@ module Sluice
       after_reading
     end
 
-    # The next message within timeout_ms, or nil. Its offset is not stored:
-    # call #store_offset once it is processed.
-    # @return [Message, nil]
-    def poll(timeout_ms)
-      milliseconds(timeout_ms, "poll's timeout_ms")
-      open_client
-      @inbox.reading { @inbox.take(timeout_ms) }
-    ensure
-      after_reading
-    end
+    # @!method poll(timeout_ms)
+    #   The next message within timeout_ms, or nil. Its offset is not stored:
+    #   call #store_offset once it is processed. A message poll returned was
+    #   handed out; an interrupt (Timeout, Thread#raise) that ends poll before
+    #   that leaves the message for the next read.
+    #   @return [Message, nil]
+    # Defined natively (Native::Handoff#poll, ext/sluice/consume.c) around
+    # #lend_polled: the message leaves the consumer in a step no interrupt can
+    # land in.
+    include Native::Handoff
 
     # What the next commit commits for the message's partition: the offset after it.
     def store_offset(message)
@@ -245,6 +245,16 @@ module Sluice
 
     private
 
+    # Consumer#poll's Ruby part: the next message, lent (see Native::Handoff#poll).
+    # @return [Array<Message>, nil] the lease: its last message is the one to hand out
+    def lend_polled(timeout_ms)
+      milliseconds(timeout_ms, "poll's timeout_ms")
+      open_client
+      @inbox.lease if @inbox.reading { @inbox.take(timeout_ms) }
+    ensure
+      after_reading
+    end
+
     def connect
       client = Native::Consumer.new(@config.kafka_pairs)
       state = Polling::PolledClient.new(kind: :consumer, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS,
@@ -279,8 +289,11 @@ module Sluice
       @state.auth_failure
     end
 
+    # The native handle, for a call. A forked child's copy raises
+    # ForkedProcessError here, before any of the parent's state (a reader) is looked at.
     def open_client
       raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
+      raise Errors::ForkedProcessError, "consumer #{@id} was created in another process; a forked child must create its own" if @client.forked?
 
       @client
     end
@@ -296,8 +309,10 @@ module Sluice
     # A revoke with auto commit: what was processed on those partitions is
     # committed before they go (a failure is reported; the next owner then
     # reads those messages again: at least once).
-    def commit_before_revoke(timeout_ms = @config.max_wait_timeout)
+    def commit_before_revoke(timeout_ms = nil)
       return unless @config.auto_commit?
+
+      timeout_ms ||= @config.max_wait_timeout
 
       error = Blocking.call { @client.commit(nil, false, timeout_ms) }
       instrument("error.occurred", type: "consumer.commit_error", error: KafkaError.new(error)) if error
@@ -306,9 +321,9 @@ module Sluice
     # The messages' partitions go back to their first one here: none of them
     # was processed, so none may be skipped.
     def rewind(messages)
-      @inbox.store_processed
-      firsts = messages.group_by { |m| [m.topic, m.partition] }.map { |(topic, partition), list| [topic, partition, list.first.offset] }
-      seek_to(firsts)
+      open_client
+      error = @inbox.rewind(messages)
+      raise Errors::ConsumerError.new("seek", KafkaError.from_tuple(error)) if error
     rescue Errors::BaseError => e
       instrument("error.occurred", type: "consumer.rewind_error", error: e)
     end

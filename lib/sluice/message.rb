@@ -6,12 +6,22 @@ module Sluice
   # message, key and payload binary-exact (ASCII-8BIT), the topic name shared
   # by every message of the topic. Headers become a Hash only when asked for.
   # Read-only: the fields have no public writers. Two messages are equal when
-  # their fields are (Struct#==).
+  # their fields are (Struct#==); they match hash patterns (`in {topic:, offset:}`).
+  #
+  # A message, not a collection: the Struct's collection methods (each, size,
+  # to_a, Enumerable's) are undefined, so `Array(message)` is `[message]` and
+  # code taking "a message or a batch" tells them apart (`respond_to?(:each)`).
+  # (`Enumerable === message` stays true: a Struct's ancestry cannot change.)
   class Message
     # (defined natively) topic, partition, offset, key, payload,
     # timestamp_ms (milliseconds since the epoch, as Kafka stores it),
     # raw_headers (the headers as a flat [name, value, ...] Array, or nil)
     private(*members.map { |name| :"#{name}=" }, :[]=, :raw_headers)
+
+    COLLECTION_METHODS = (Enumerable.instance_methods + %i[each each_pair size length values to_a deconstruct select filter
+                                                           values_at dig [] []=]).uniq - members - %i[to_h]
+    undef_method(*COLLECTION_METHODS.select { |name| method_defined?(name) || private_method_defined?(name) })
+    private_constant :COLLECTION_METHODS
 
     # @return [Hash{String => String, Array<String>}] a name given more than
     #   once maps to its values in order; a header without value maps to nil
@@ -37,5 +47,9 @@ module Sluice
       "#<#{self.class.name} #{topic}/#{partition}@#{offset}#{shown_key} #{payload ? "#{payload.bytesize} bytes" : "tombstone"}>"
     end
     alias to_s inspect
+
+    # pp, IRB, the Rails console and error trackers show the same short line,
+    # never the payload (it may be large, binary or confidential).
+    def pretty_print(printer) = printer.text(inspect)
   end
 end

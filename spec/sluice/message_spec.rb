@@ -44,7 +44,27 @@ RSpec.describe Sluice::Message do
   end
 
   it "equals a message with the same fields" do
-    expect(message).to eq(described_class.new(*message.deconstruct))
+    copy = described_class.new("orders", 2, 41, "k".b, "payload".b, 1_700_000_000_123, ["trace", "a".b, "trace", "b".b, "empty", nil])
+    expect(message).to eq(copy)
     expect(message).not_to eq(described_class.new("orders", 2, 42))
+  end
+
+  it "matches hash patterns" do
+    matched = (message in { topic: "orders", partition: 2, offset: 41 })
+    expect(matched).to be(true)
+  end
+
+  it "is a message, not a collection of its fields" do
+    expect(Array(message)).to eq([message])
+    expect([message].flatten).to eq([message])
+    %i[each size length to_a first map include? values deconstruct []].each do |name|
+      expect(message).not_to respond_to(name)
+    end
+  end
+
+  it "never shows its payload in pp (IRB, consoles, error trackers)" do
+    secret = described_class.new("orders", 2, 41, nil, "s3cr3t" * 1000)
+    expect { pp secret }.to output("#<Sluice::Message orders/2@41 6000 bytes>\n").to_stdout
+    expect(secret.inspect).not_to include("s3cr3t")
   end
 end

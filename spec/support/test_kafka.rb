@@ -33,7 +33,8 @@ module TestKafka
     "sluice-spec-cgroup" => [6, nil],
     "sluice-spec-cgroup-out" => [3, nil],
     "sluice-spec-close" => [3, nil], # consumer_close_bounds_spec.rb
-    "sluice-spec-gem" => [1, nil] # packaging/: installed gems round-trip messages
+    "sluice-spec-gem" => [1, nil], # packaging/: installed gems round-trip messages
+    "sluice-spec-interrupts" => [1, nil] # consumer/interrupted_reads_spec.rb
   }.freeze
 
   class << self

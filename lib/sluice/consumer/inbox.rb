@@ -20,6 +20,38 @@ module Sluice
     # dropped (the next owner starts at the committed offset); paused, seeked
     # or rewound, it is given back (#give_back): dropped, and librdkafka goes
     # back to it.
+    #
+    # == The hand-off invariant
+    #
+    # A drain (Native::Consumer#consume) moves librdkafka's position past
+    # everything it takes. From then on, at every instant, each of those
+    # messages is in exactly one of four places:
+    #
+    # 1. buffered: @items from @at on;
+    # 2. lent (@lent): out of the buffer, not finished by the application:
+    #    each_message's block runs on it, a batch is filled or yielded, poll
+    #    is returning it. When the next read begins, what is still lent goes
+    #    back to the front of the buffer: it is handed out again;
+    # 3. done: each_message's or each_batch's block finished it (@done, then
+    #    its offset stored), or poll returned it (Native::Handoff#poll);
+    # 4. rewound: a seek moved librdkafka's position back to it (#rewind,
+    #    #give_back), or its partition was revoked (the next owner starts at
+    #    the committed offset).
+    #
+    # An interrupt (Timeout, Thread#raise, Thread#kill) may land wherever Ruby
+    # checks for one: on every return from a Ruby method and every loop. So
+    # each move between two places is made where none lands: a drain with
+    # its bookkeeping, an answered rebalance and a rewind under
+    # Thread.handle_interrupt(Object => :never) (interrupts wait until the
+    # messages are safe, then arrive); lending (lent before leaving the
+    # buffer) and finishing (done before no longer lent) each in an order
+    # that is safe when interrupted between its two steps, neither of which
+    # calls a Ruby method; poll's last step, from lent to the caller, in C
+    # (a C method's return is not a check). An interrupt can thus cost a
+    # message handed out twice, never one skipped. Waits are not masked:
+    # Timeout around an idle read ends it on time.
+    # spec/integration/consumer/interrupted_reads_spec.rb raises into the
+    # reader at every step of this.
     class Inbox
       include Clock
 
@@ -29,6 +61,8 @@ module Sluice
       DRAIN_BUDGET = 50
       # At most this long (s) between two polls while buffered messages are handed out (see #keep_polling).
       KEEP_POLLING = 1.0
+      # Thread.handle_interrupt's mask for a move between two places (see above).
+      DEFERRED = { Object => :never }.freeze
 
       # @param refused [#call] the KafkaError of an authentication failure not
       #   raised yet, or nil (the reader raises it instead of waiting on)
@@ -47,6 +81,7 @@ module Sluice
         @io_lock = Mutex.new # held while waiting: the fd is closed only once nobody waits on it
         @items = EMPTY
         @at = 0
+        @lent = [] # out of the buffer, not finished yet, in buffer order (see above)
         @done = [] # handed out and processed, offsets not stored yet
         @stopped = false
         @reader = nil
@@ -56,7 +91,8 @@ module Sluice
       end
 
       # The next message, or nil when timeout_ms (nil: no limit) passed or #stop
-      # was called.
+      # was called. The message is lent: #processed finishes it (each_message),
+      # Native::Handoff#poll hands it over (poll).
       # (`while true`, not `loop`: a return from loop's block unwinds through
       # a C frame, a cost paid on every message.)
       def take(timeout_ms)
@@ -66,10 +102,11 @@ module Sluice
           give_back_for_others unless @given_back.empty?
           while @at < @items.size && !@stopped
             item = @items[@at]
-            @at += 1
-            return item if item.is_a?(Message)
+            next answer(item) unless item.is_a?(Message)
 
-            control(item)
+            @lent << item # lent, then out of the buffer: see #return_lent
+            @at += 1
+            return item
           end
           return nil if @stopped
           next if refill
@@ -83,6 +120,7 @@ module Sluice
 
       # Up to max_items messages, waiting up to max_wait_ms for the batch to
       # fill. [] when none came; nil once stopped (and nothing was taken).
+      # The batch is lent until #processed_batch.
       def take_batch(max_items, max_wait_ms)
         batch = []
         deadline = now + (max_wait_ms / 1000.0)
@@ -102,10 +140,35 @@ module Sluice
       end
 
       # The application is done with message: its offset is stored (soon).
-      def processed(message) = @done << message
+      # Done, then no longer lent: an interrupt between the two costs a
+      # message handed out again, not one lost.
+      def processed(message)
+        @done << message
+        @lent.last.equal?(message) ? @lent.pop : unlend([message])
+      end
+
+      # What is lent, in buffer order: after #take, its last message is the one
+      # taken. Native::Handoff#poll pops that one as it returns it.
+      def lease = @lent
 
       def processed_batch(messages)
         @client.store_offsets(messages, messages.size)
+        unlend(messages)
+      end
+
+      # The messages (lent) were not finished: each partition goes back to
+      # its first one of them, so none is skipped, and they are no longer
+      # lent. If that seek fails they stay lent: the next read hands them
+      # out again.
+      # @return [Array, nil] the seek's error tuple
+      def rewind(messages)
+        Thread.handle_interrupt(DEFERRED) do
+          store_processed
+          firsts = messages.group_by { |m| [m.topic, m.partition] }.map { |(topic, partition), list| [topic, partition, list.first.offset] }
+          error = give_back(firsts)
+          unlend(messages) unless error
+          error
+        end
       end
 
       # Stores the offsets of what was processed (before a commit, a revoke, close).
@@ -117,12 +180,14 @@ module Sluice
       end
 
       # Drops what was fetched, not handed out, for these [topic, partition] pairs.
+      # @param lent [Boolean] what is lent too (a revoke: those partitions are gone)
       # @return [Hash{Array(String, Integer) => Integer}] each partition's first
       #   dropped offset (partitions with nothing dropped are left out)
-      def drop(partitions)
+      def drop(partitions, lent: false)
+        gone = partitions.to_h { |topic, partition| [[topic, partition], true] }
+        @lent.reject! { |message| gone[[message.topic, message.partition]] } if lent && !@lent.empty?
         return {} if @at >= @items.size
 
-        gone = partitions.to_h { |topic, partition| [[topic, partition], true] }
         firsts = {}
         @items = @items[@at..].reject do |item|
           next false unless item.is_a?(Message) && gone[pair = [item.topic, item.partition]]
@@ -147,7 +212,10 @@ module Sluice
         return seek_back(positions) if reader?(Fiber.current)
 
         @reader_lock.synchronize do
-          next seek_back(positions) unless @reader # nobody reads, and no read starts meanwhile
+          unless @reader # nobody reads, and no read starts meanwhile: what is lent was not finished
+            return_lent
+            next seek_back(positions)
+          end
 
           @given_back << positions
           @client.wake_messages # a waiting reader has nothing buffered, but a seek must not wait for its next message
@@ -164,13 +232,11 @@ module Sluice
         @client.wake_messages
       end
 
-      def stopped? = @stopped
-
       # Serves the queue until librdkafka finished leaving the group (after
       # Native::Consumer#close_begin): rebalances answered, messages dropped.
       def serve_until_closed(deadline)
         until @client.consumer_closed?
-          @client.consume(DRAIN_ITEMS, DRAIN_BUDGET).each { |item| control(item) unless item.is_a?(Message) } # messages: dropped
+          @client.consume(DRAIN_ITEMS, DRAIN_BUDGET).each { |item| control(item, deadline) unless item.is_a?(Message) } # messages: dropped
           break if now >= deadline
 
           wait(deadline) unless @client.consume_exhausted?
@@ -183,14 +249,21 @@ module Sluice
           busy = @reader && !@reader.equal?(Fiber.current)
           raise Errors::ConsumerStateError, "this consumer is already being read by another thread or fiber" if busy
 
-          @stopped = false unless @reader # a new read; a nested one (poll inside each_message) keeps the stop
+          outermost = !@reader # a nested read (poll inside each_message) keeps the stop and what is lent
+          @stopped = false if outermost
           @reader = Fiber.current
+          return_lent if outermost && !@lent.empty?
         end
         yield
       ensure
-        @reader_lock.synchronize do
-          @reader = nil if @reader.equal?(Fiber.current)
-          @idle.broadcast
+        # Masked: an interrupt landing as the lock is taken would leave the
+        # consumer read by nobody, for ever (a killed reader's replacement
+        # would be refused).
+        Thread.handle_interrupt(DEFERRED) do
+          @reader_lock.synchronize do
+            @reader = nil if @reader.equal?(Fiber.current)
+            @idle.broadcast
+          end
         end
       end
 
@@ -217,16 +290,40 @@ module Sluice
 
       private
 
-      def seek_back(positions)
-        dropped = drop(positions.map { |topic, partition| [topic, partition] })
-        seeks = positions.filter_map do |topic, partition, offset|
-          offset ||= dropped[[topic, partition]]
-          [topic, partition, offset] if offset
+      # What is still lent when a read begins was not finished (an interrupt
+      # landed between the buffer and the application): back to the front of
+      # the buffer, in order. The last one may still be at @at too (lent, not
+      # yet out of the buffer).
+      def return_lent
+        Thread.handle_interrupt(DEFERRED) do
+          lent = @lent.slice!(0..)
+          lent.pop if @at < @items.size && lent.last.equal?(@items[@at])
+          @items = lent.concat(@items.drop(@at))
+          @at = 0
         end
-        return if seeks.empty?
+      end
 
-        error, = Blocking.call { @client.seek(seeks, @seek_timeout_ms) }
-        error
+      # No longer lent (finished, or rewound).
+      def unlend(messages)
+        return @lent.clear if messages.size == @lent.size && messages.first.equal?(@lent.first) && messages.last.equal?(@lent.last)
+
+        finished = messages.to_h { |message| [message.__id__, true] }
+        @lent.reject! { |message| finished[message.__id__] }
+      end
+
+      # Dropped and sought back in one step: an interrupt between the two would skip what was dropped.
+      def seek_back(positions)
+        Thread.handle_interrupt(DEFERRED) do
+          dropped = drop(positions.map { |topic, partition| [topic, partition] })
+          seeks = positions.filter_map do |topic, partition, offset|
+            offset ||= dropped[[topic, partition]]
+            [topic, partition, offset] if offset
+          end
+          next if seeks.empty?
+
+          error, = Blocking.call { @client.seek(seeks, @seek_timeout_ms) }
+          error
+        end
       end
 
       def give_back_for_others
@@ -241,9 +338,11 @@ module Sluice
       def refill
         return false unless @at >= @items.size
 
-        store_processed
-        @items = drain(DRAIN_ITEMS)
-        @at = 0
+        Thread.handle_interrupt(DEFERRED) do
+          store_processed
+          @items = drain(DRAIN_ITEMS)
+          @at = 0
+        end
         !@items.empty?
       end
 
@@ -255,12 +354,14 @@ module Sluice
       def keep_polling
         return if @at >= @items.size || now - @polled_at < @poll_every
 
-        store_processed
-        drain(1).each do |item|
-          next control(item) unless item.is_a?(Message)
+        Thread.handle_interrupt(DEFERRED) do
+          store_processed
+          drain(1).each do |item|
+            next control(item) unless item.is_a?(Message)
 
-          @items = @items[@at..] << item
-          @at = 0
+            @items = @items[@at..] << item
+            @at = 0
+          end
         end
       end
 
@@ -272,22 +373,35 @@ module Sluice
       def fill(batch, max_items)
         while @at < @items.size && batch.size < max_items
           item = @items[@at]
-          @at += 1
-          next batch << item if item.is_a?(Message)
-
-          given_up = control(item)
-          batch.reject! { |message| given_up.include?([message.topic, message.partition]) } unless given_up.empty?
+          if item.is_a?(Message)
+            @lent << item # lent, then out of the buffer: see #return_lent
+            @at += 1
+            batch << item
+          else
+            given_up = answer(item)
+            batch.reject! { |message| given_up.include?([message.topic, message.partition]) } unless given_up.empty?
+          end
         end
       end
 
+      # The control item at @at, passed and answered in one step: a rebalance
+      # is answered once, and always (librdkafka waits for the answer).
+      def answer(item)
+        Thread.handle_interrupt(DEFERRED) do
+          @at += 1
+          control(item)
+        end
+      end
+
+      # @param deadline [Float, nil] a closing consumer's: the commit before a revoke waits no longer
       # @return [Array<Array(String, Integer)>] partitions given up (their
       #   messages not handed out yet are dropped)
-      def control(item)
+      def control(item, deadline = nil)
         case item.first
         when :rebalance
           store_processed # what was processed is committed before partitions go
-          given_up = @rebalancer.call(*item.drop(1))
-          drop(given_up)
+          given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
+          drop(given_up, lent: true)
           given_up
         when :error
           error = KafkaError.new(item[1], item[2], fatal: item[3])

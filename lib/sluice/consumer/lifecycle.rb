@@ -11,7 +11,7 @@ module Sluice
       # At least this long (ms) for librdkafka's teardown after the close
       # timeout is spent: a teardown that has nothing left to wait for takes
       # a few ms. What is left after it goes on in a thread of its own.
-      DESTROY_GRACE = 500
+      DESTROY_GRACE = 400
 
       # Stops reading, commits the stored offsets (with auto commit), leaves
       # the group (serving the rebalance that gives the partitions up) and
@@ -31,6 +31,7 @@ module Sluice
                 "close's timeout is a positive number of milliseconds, got #{timeout.inspect}"
         end
         return if @closed
+        return forget_inherited if @client.forked?
         return close_from_trap(timeout) if Blocking.trap_context?
 
         @inbox.stop
@@ -66,9 +67,19 @@ module Sluice
         @lifecycle.synchronize do
           return if @closed
 
-          @client.forked? ? (@closed = true) : shut_down(timeout)
+          shut_down(timeout)
           Shutdown.untrack(self)
         end
+        instrument("consumer.closed")
+        nil
+      end
+
+      # In a forked child: the handle, its group membership and any reader
+      # are the parent's (no reader of the parent runs here, so nothing is
+      # waited for). The child only stops using its copy.
+      def forget_inherited
+        @closed = true
+        Shutdown.untrack(self)
         instrument("consumer.closed")
         nil
       end

@@ -17,14 +17,16 @@ module Sluice
 
       # @param kind [Symbol] :assign, :revoke or :error (librdkafka could not rebalance)
       # @param partitions [Array] [[topic, partition, offset, err], ...]
+      # @param commit_within [Integer, nil] ms the commit before a revoke may
+      #   take (a closing consumer's remaining time; nil: the usual wait)
       # @return [Array<Array(String, Integer)>] the partitions given up
-      def call(kind, partitions, protocol, code)
+      def call(kind, partitions, protocol, code, commit_within: nil)
         @answered = false
         pairs = partitions.map { |topic, partition| [topic, partition] }
         incremental = protocol == "COOPERATIVE"
         case kind
         when :assign then assign(pairs, incremental)
-        when :revoke then revoke(pairs, incremental)
+        when :revoke then revoke(pairs, incremental, commit_within)
         else fail_safe(code)
         end
       rescue Exception # rubocop:disable Lint/RescueException -- librdkafka must never be left waiting for the answer
@@ -41,8 +43,8 @@ module Sluice
       end
 
       # A lost assignment (the group went on without us) has nothing to commit.
-      def revoke(pairs, incremental)
-        @commit.call unless @client.assignment_lost?
+      def revoke(pairs, incremental, commit_within)
+        @commit.call(commit_within) unless @client.assignment_lost?
         answered!(@client.unassign(pairs, incremental), "unassign")
         @instrument.call("consumer.partitions_revoked", partitions: by_topic(pairs))
         pairs

@@ -59,9 +59,56 @@ RSpec.describe "Producers and forked processes", :kafka do
       )
       parent.close
     RUBY
-    scenarios = { inherited: inherited }
+    # A consumer read by a parent thread at fork time: that reader does not
+    # exist in the child, whose calls and exit must not wait for it (issue 26).
+    consumer = <<~'RUBY'
+      consumer = Sluice::Consumer.new do |config|
+        config.kafka = { "bootstrap.servers": BROKERS, "group.id": "sluice-fork-#{rand(1 << 30)}" }
+        config.polling.mode = MODE
+        config.logger = Logger.new(nil)
+      end
+      consumer.assign("sluice-spec-1p" => [0])
+      reading = Queue.new
+      reader = Thread.new { consumer.each_message { nil }.tap { reading << :done } }
+      sleep 0.01 until consumer.instance_variable_get(:@inbox).reading? # the parent's reader is in each_message
+      child, status = in_child do
+        c = { "poll" => forked_error { consumer.poll(100) }, "each_message" => forked_error { consumer.each_message { nil } } }
+        at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        consumer.close
+        c["close_seconds"] = Process.clock_gettime(Process::CLOCK_MONOTONIC) - at
+        c["closed"] = consumer.closed?
+        c
+      end
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      _, at_exit_status = in_child { { "pid" => Process.pid } } # the at-exit close of the inherited consumer
+      seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+      result("child" => child, "child_exit" => status.exitstatus, "at_exit_child_seconds" => seconds,
+             "at_exit_child_exit" => at_exit_status.exitstatus, "parent_reads" => reader.alive?)
+      consumer.close
+      reader.join
+    RUBY
+    scenarios = { inherited: inherited, consumer: consumer }
     scenarios[:dedicated] = dedicated if TestKafka::MODE == :fd # an :fd-only example
     @scenarios = start_scenarios(timeout: 40, **scenarios.transform_values { |code| PollingScenarios::FORK_HELPERS + code })
+  end
+
+  describe "a consumer read by a parent thread, inherited by a forked child" do
+    let(:outcome) { scenario_outcome(@scenarios, :consumer) }
+
+    it "raises ForkedProcessError from the child's reads, never waiting for the parent's reader" do
+      child = outcome["child"]
+      expect(child["poll"]).to include("class" => "Sluice::Errors::ForkedProcessError")
+      expect(child["each_message"]).to include("class" => "Sluice::Errors::ForkedProcessError")
+    end
+
+    it "lets the child close it and exit at once (at exit too), while the parent reads on" do
+      expect(outcome["child"]).to include("closed" => true)
+      expect(outcome["child"]["close_seconds"]).to be < 0.5
+      expect(outcome["child_exit"]).to eq(0)
+      expect(outcome["at_exit_child_exit"]).to eq(0)
+      expect(outcome["at_exit_child_seconds"]).to be < 2 # not max_wait_timeout (10 s) for the parent's reader
+      expect(outcome["parent_reads"]).to be(true)
+    end
   end
 
   describe "a producer created in the parent and used in a forked child" do
