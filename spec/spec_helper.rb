@@ -20,9 +20,15 @@ RSpec.configure do |config|
   # front: a first message to a missing topic waits for auto-creation).
   config.before(:suite) { TestKafka.prepare! if RSpec.world.example_groups.any? { |g| g.metadata[:kafka] } }
 
-  # Nothing hangs forever: a stuck example fails instead of stalling CI.
+  # Nothing hangs forever: a stuck example fails instead of stalling CI, and
+  # says where every thread was (a CI log is often all there is to go on).
   config.around(:each) do |example|
     Timeout.timeout(example.metadata.fetch(:timeout, 60)) { example.run }
+  rescue Timeout::Error
+    Thread.list.each do |thread|
+      warn "#{example.location} timed out; #{thread.inspect}:\n  #{(thread.backtrace || []).first(25).join("\n  ")}"
+    end
+    raise
   end
 
   config.after(:each) { close_test_producers }

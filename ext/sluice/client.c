@@ -523,6 +523,13 @@ static VALUE client_closed_p(VALUE self) {
 
 static VALUE client_forked_p(VALUE self) { return sluice_forked(sluice_client_get(self)->pid) ? Qtrue : Qfalse; }
 
+/* #progress -> Integer: messages delivered (a producer) or fetched (a consumer) so far; grows only
+ * while the brokers accept the client (Polling::AuthWatch tells a past refusal from a current one). */
+static VALUE client_progress(VALUE self) {
+    client_t *c = sluice_client_get(self);
+    return ULONG2NUM(c->kind == RD_KAFKA_CONSUMER ? c->consumer.fetched : c->producer.delivered);
+}
+
 void sluice_init_client(void) {
     sluice_cClient = rb_define_class_under(sluice_mNative, "Client", rb_cObject);
     rb_define_alloc_func(sluice_cClient, client_alloc);
@@ -534,6 +541,7 @@ void sluice_init_client(void) {
     rb_define_method(sluice_cClient, "destroy", client_destroy, -1);
     rb_define_method(sluice_cClient, "closed?", client_closed_p, 0);
     rb_define_method(sluice_cClient, "forked?", client_forked_p, 0);
+    rb_define_method(sluice_cClient, "progress", client_progress, 0);
     sluice_init_drain(sluice_cClient);
     sluice_init_admin(sluice_cClient);
 

@@ -51,6 +51,7 @@ typedef struct {
     int topic_count, topic_capa;
     rd_kafka_topic_conf_t **topic_confs; /* variants' topic settings (#add_topic_config), opaque = their id */
     int topic_conf_count, topic_conf_capa;
+    unsigned long delivered;   /* messages delivered, ever: proof the brokers accept the client (#progress) */
 } producer_part_t;
 
 /* What only a consumer uses (consumer.c, consume.c; drain.c takes its main-queue events from the relay). */
@@ -66,6 +67,7 @@ typedef struct {
     long taken_count, taken_capa;
     int rebalance_due;         /* a rebalance went to Ruby and was not answered yet (#assign/#unassign) */
     VALUE topic_names;         /* frozen topic names, shared by every message of the topic */
+    unsigned long fetched;     /* messages taken by #consume, ever: proof the brokers accept the client (#progress) */
     int closing;               /* close began: calls of other threads are refused (consumer.c) */
     VALUE closer;              /* the thread running that close (nil before) */
 } consumer_part_t;

@@ -174,7 +174,9 @@ static void *take_nogvl(void *p) {
         if (!ev) break;
         int type = rd_kafka_event_type(ev);
         c->consumer.taken[n] = ev;
-        c->consumer.taken_messages[n] = type == RD_KAFKA_EVENT_FETCH ? rd_kafka_event_message_next(ev) : NULL;
+        const rd_kafka_message_t *m = type == RD_KAFKA_EVENT_FETCH ? rd_kafka_event_message_next(ev) : NULL;
+        c->consumer.taken_messages[n] = m;
+        if (m && !m->err) c->consumer.fetched++;
         c->consumer.taken_count = ++n;
         if (type == RD_KAFKA_EVENT_REBALANCE) {
             c->consumer.rebalance_due = 1; /* answered by Ruby, or by release if that never happens */

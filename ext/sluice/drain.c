@@ -38,6 +38,7 @@ static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks
                 push4(batch, handle, INT2FIX(msg->partition), LL2NUM(msg->offset), INT2FIX(msg->err));
                 continue;
             }
+            c->producer.delivered++;
             if (RB_OBJ_FROZEN(handle)) continue; /* someone froze it: it cannot take its report, and must not stop the drain */
             rb_ivar_set(handle, id_iv_partition, INT2FIX(msg->partition));
             rb_ivar_set(handle, id_iv_offset, LL2NUM(msg->offset));

@@ -69,7 +69,7 @@ module Sluice
       def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:, refused: -> {})
         @client = client
         @refused = refused
-        @auth_watch = Polling::AuthWatch.new
+        @auth_watch = Polling::AuthWatch.new(progress: client.method(:progress))
         @refused_error = nil
         @seek_timeout_ms = seek_timeout_ms
         @rebalancer = rebalancer

@@ -18,7 +18,15 @@ module Sluice
     # when the handshake noticed (under load, half of the first reports were
     # :transport). Only that reason is taken: a connection lost during a
     # handshake (a broker restarting) stays a transport error.
+    #
+    # A failure the brokers have got over is no explanation: librdkafka says
+    # nothing when a reconnect succeeds, so the client's progress (messages
+    # delivered or fetched, Native client #progress) tells. Progress since
+    # the failure was seen makes it stale: an all_brokers_down after that (a
+    # broker restarting) is not a refusal, and purges nothing.
     class AuthWatch
+      include Clock
+
       ALL_BROKERS_DOWN = :all_brokers_down
       UNTRUSTED_CERTIFICATE = /certificate verify failed/
       # A failure still explains all_brokers_down this long (s) after it was
@@ -26,9 +34,12 @@ module Sluice
       # does not repeat an unchanged error at each attempt.
       FRESH = 15
 
-      def initialize
+      # @param progress [#call] the client's progress count (Native client #progress)
+      def initialize(progress: -> { 0 })
+        @progress = progress
         @failure = nil
         @seen_at = 0
+        @progress_at = nil # the progress count when the failure was seen
         @all_down = false # all_brokers_down seen while the failure was current
       end
 
@@ -40,6 +51,7 @@ module Sluice
           @all_down &&= !current.nil? # a stale failure says nothing about brokers now
           @failure = error
           @seen_at = now
+          @progress_at = @progress.call
           error if @all_down
         elsif error.code == ALL_BROKERS_DOWN && current
           @seen_at = now
@@ -51,7 +63,10 @@ module Sluice
       # The failure while it may still explain brokers being down, or nil.
       def current
         failure = @failure
-        failure if failure && now - @seen_at < FRESH
+        return unless failure && now - @seen_at < FRESH
+        return forget if @progress.call != @progress_at # the brokers accepted the client since
+
+        failure
       end
 
       private
@@ -62,7 +77,11 @@ module Sluice
         KafkaError.new(KafkaError.number_for(:ssl), error.description, fatal: error.fatal?)
       end
 
-      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      def forget
+        @failure = nil
+        @all_down = false
+        nil
+      end
     end
   end
 end

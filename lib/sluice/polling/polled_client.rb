@@ -57,7 +57,7 @@ module Sluice
         @token_lock = Mutex.new
         @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
         @token_answers = 0
-        @auth_watch = AuthWatch.new
+        @auth_watch = AuthWatch.new(progress: client.method(:progress))
         @refusals = 0 # times every broker was down for an authentication failure
       end
 

@@ -61,4 +61,31 @@ RSpec.describe Sluice::Polling::AuthWatch do
     expect(observe(:authentication)).to eq([nil]) # a broker may be up: wait for all_brokers_down again
     expect(observe(:all_brokers_down)).to eq([:authentication])
   end
+  describe "a failure the brokers got over" do
+    subject(:watch) { described_class.new(progress: -> { progress.first }) }
+
+    let(:progress) { [0] }
+
+    it "explains no all_brokers_down after the client delivered or fetched since (a broker restarting purges nothing)" do
+      expect(observe(:authentication, :all_brokers_down)).to eq([nil, :authentication])
+      progress[0] += 1 # credentials fixed: librdkafka reconnected (it says nothing) and messages went through
+      later(5)
+      expect(observe(:all_brokers_down)).to eq([nil])
+      expect(watch.current).to be_nil
+    end
+
+    it "still explains it while nothing went through" do
+      expect(observe(:authentication, :all_brokers_down)).to eq([nil, :authentication])
+      later(5)
+      expect(observe(:all_brokers_down)).to eq([:authentication])
+      expect(watch.current.code).to eq(:authentication)
+    end
+
+    it "is named again when it comes back after progress" do
+      observe(:authentication, :all_brokers_down)
+      progress[0] += 10
+      later(1)
+      expect(observe(:authentication, :all_brokers_down)).to eq([nil, :authentication])
+    end
+  end
 end
