@@ -319,16 +319,23 @@ static VALUE group_results(const rd_kafka_group_result_t **results, size_t cnt) 
     return out;
 }
 
-/* [[group, state, simple], ...] */
+/*
+ * [[[group, state, simple], ...], [[code, message], ...]]: the listings, and
+ * the errors of the brokers that did not answer (the listing asks every
+ * broker: without them a broker that did not answer looks like no groups).
+ */
 static VALUE group_listings(const rd_kafka_ListConsumerGroups_result_t *res) {
-    size_t cnt = 0;
+    size_t cnt = 0, error_cnt = 0;
     const rd_kafka_ConsumerGroupListing_t **groups = rd_kafka_ListConsumerGroups_result_valid(res, &cnt);
+    const rd_kafka_error_t **errors = rd_kafka_ListConsumerGroups_result_errors(res, &error_cnt);
     VALUE out = rb_ary_new_capa((long)cnt);
     for (size_t i = 0; i < cnt; i++)
         rb_ary_push(out, rb_ary_new_from_args(3, rb_str_new_cstr(rd_kafka_ConsumerGroupListing_group_id(groups[i])),
                                               rb_str_new_cstr(rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupListing_state(groups[i]))),
                                               rd_kafka_ConsumerGroupListing_is_simple_consumer_group(groups[i]) ? Qtrue : Qfalse));
-    return out;
+    VALUE failed = rb_ary_new_capa((long)error_cnt);
+    for (size_t i = 0; i < error_cnt; i++) rb_ary_push(failed, error_pair(errors[i]));
+    return rb_ary_new_from_args(2, out, failed);
 }
 
 /* [[member_id, client_id, host, [[topic, partition, offset, code], ...]], ...] */

@@ -52,7 +52,23 @@ module TestKafka
       admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": BROKERS } }
       TOPICS.each { |name, (partitions, configs)| create_topic(admin, name, partitions, configs) }
       admin.close
+      warm_transactions(BROKERS, "sluice-spec-txn")
       @prepared = true
+    end
+
+    # One transaction, waited for as long as it takes: a fresh broker creates
+    # its transaction state log and loads the coordinator on the first one
+    # (seconds), which a spec's first transaction must not pay within its
+    # own waits (a delivery report 5 s late failed CI once).
+    def warm_transactions(brokers, topic)
+      producer = Sluice::Producer.new do |config|
+        config.kafka = { "bootstrap.servers": brokers, "transactional.id": "sluice-spec-warm-up" }
+        config.max_wait_timeout = 60_000
+        config.logger = Logger.new(nil)
+      end
+      producer.transaction { producer.produce_async(topic: topic, payload: "warm-up") }
+    ensure
+      producer&.close
     end
 
     private

@@ -12,7 +12,13 @@ module Sluice
       IDLE = %i[empty dead].freeze
 
       # The consumer groups' ids, sorted.
-      def groups = request(:groups, nil) { |client, id, ms| client.list_groups(id, ms) }.map(&:first).sort
+      # @raise [Errors::AdminError] a broker did not answer: an incomplete
+      #   listing is never returned as if it were all the groups
+      def groups
+        listings, errors = request(:groups, nil) { |client, id, ms| client.list_groups(id, ms) }
+        errors.each { |code, message| fail!(:groups, "(a broker did not answer: the listing is incomplete)", code, message) }
+        listings.map(&:first).sort
+      end
 
       # @return [Hash] { state:, protocol:, members: [{ member_id:, client_id:, host:, assignment: { topic => [partition, ...] } }] }
       # @raise [Errors::UnknownGroupError]

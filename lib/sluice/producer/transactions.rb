@@ -10,10 +10,8 @@ module Sluice
     # EarlyTransactionExitNotAllowedError), or when #close takes it over.
     module Transactions
       COMMIT_ATTEMPTS = 3
-      # librdkafka's own choice: the remaining transaction timeout (or twice
-      # transaction.timeout.ms for init); shorter values risk desynchronising
-      # the transaction state when a request fails.
-      DEFAULT_TIMEOUT = -1
+      # Between two commits librdkafka refused as retriable at once (s).
+      COMMIT_BACKOFF = 0.1
       # How long one init_transactions call waits (ms) before checking for an
       # authentication failure.
       INIT_SLICE = 500
@@ -68,7 +66,7 @@ module Sluice
         # per partition, the offset after its last message
         last = Array(messages).group_by { |m| [m.topic, m.partition] }.transform_values { |list| list.map(&:offset).max }
         offsets = last.map { |(topic, partition), offset| [topic, partition, offset + 1] }
-        transactional(:send_offsets_to_transaction, consumer.native, offsets, DEFAULT_TIMEOUT)
+        transactional(:send_offsets_to_transaction, consumer.native, offsets, call_timeout)
       end
 
       def transactional? = @config.transactional?
@@ -84,7 +82,17 @@ module Sluice
         @transaction = nil
         @transactions_ready = false
         @transaction_reloads = 0
+        @unfinished = nil # :commit or :abort: timed out, to be finished by the next transaction or close
       end
+
+      # How long (ms) one commit, abort or send_offsets call waits: the
+      # producer's max_wait_timeout. librdkafka's -1 ("the remaining
+      # transaction timeout") has no end while the broker does not answer: an
+      # abort after a failed commit waited 90-127 s with the broker stopped,
+      # interrupts masked, close and SIGTERM waiting behind it. A call that
+      # timed out goes on in librdkafka and may be made again: the next
+      # transaction, or close, finishes it first (#finish_unfinished).
+      def call_timeout = @config.max_wait_timeout
 
       def own_transaction? = !!(txn = @transaction) && txn.fiber.equal?(Fiber.current)
 
@@ -110,6 +118,7 @@ module Sluice
         end
         begin
           prepare_transactions
+          finish_unfinished
           transactional(:begin_transaction)
         rescue Exception # rubocop:disable Lint/RescueException -- the slot must be given back
           release(txn)
@@ -176,30 +185,54 @@ module Sluice
         raise Errors::ProducerClosedError, "producer #{@id} was closed while this transaction was open: close aborted it"
       end
 
-      def commit_transaction
+      # Within call_timeout ms (timeout_ms), retriable refusals included. One
+      # that timed out is unfinished: the error says so, and the commit goes
+      # on in librdkafka until the next transaction or close finishes it.
+      def commit_transaction(timeout_ms = call_timeout)
+        deadline = now + (timeout_ms / 1000.0)
         attempts = 0
         begin
-          transactional(:commit_transaction, DEFAULT_TIMEOUT)
+          transactional(:commit_transaction, [ms_until(deadline), 1].max)
+          @unfinished = nil
           @transaction_reloads = 0
           @monitor.instrument("transaction.committed", producer_id: @id)
         rescue Errors::TransactionError => e
+          @unfinished = e.code == :timed_out ? :commit : nil
           if e.abortable?
             abort_transaction(nil, raise_errors: false)
-          elsif e.retryable? && (attempts += 1) < COMMIT_ATTEMPTS
+          elsif e.retryable? && !@unfinished && (attempts += 1) < COMMIT_ATTEMPTS && now < deadline
+            sleep(COMMIT_BACKOFF)
             retry
           end
           raise
         end
       end
 
-      def abort_transaction(txn, raise_errors:)
+      # Within timeout_ms (an abort that timed out is unfinished, as a commit).
+      def abort_transaction(txn, raise_errors:, timeout_ms: call_timeout)
         wait_for_first_delivery(txn)
-        transactional(:abort_transaction, DEFAULT_TIMEOUT)
+        transactional(:abort_transaction, [timeout_ms, 1].max)
+        @unfinished = nil
         @monitor.instrument("transaction.aborted", producer_id: @id)
       rescue Errors::BaseError => e
+        @unfinished = e.is_a?(Errors::TransactionError) && e.code == :timed_out ? :abort : nil
         raise if raise_errors
 
         @monitor.instrument("error.occurred", producer_id: @id, type: "transaction.abort", error: e)
+      end
+
+      # A commit or abort that timed out goes first, the same call again:
+      # librdkafka takes no other until it ended. Still stuck, it raises (the
+      # broker does not answer) and the next transaction tries again.
+      def finish_unfinished(timeout_ms = call_timeout, raise_errors: true)
+        case @unfinished
+        when :commit then commit_transaction(timeout_ms)
+        when :abort then abort_transaction(nil, raise_errors: true, timeout_ms: timeout_ms)
+        end
+      rescue Errors::BaseError => e
+        raise if raise_errors
+
+        @monitor.instrument("error.occurred", producer_id: @id, type: "transaction.#{@unfinished || "abort"}", error: e)
       end
 
       # An abort right after the first produce can reach the coordinator
@@ -216,21 +249,29 @@ module Sluice
 
       # close: waits (until deadline) for the open transaction of another fiber
       # to end, then takes it over and aborts it, so none stays open on the
-      # broker. One being opened or ended is waited for: its librdkafka call
-      # is under way (and bounded by librdkafka's own timeouts). A transaction
-      # of the thread a signal handler interrupted cannot end while we wait.
+      # broker, and finishes a commit or abort that timed out. One being
+      # opened or ended is waited for: its librdkafka call is under way
+      # (bounded by call_timeout). A transaction of the thread a signal
+      # handler interrupted cannot end while we wait: open, it is taken over
+      # at once; being opened or ended, it is left to that thread.
       def settle_transaction(deadline, interrupted)
         txn = @txn_lock.synchronize do
           while (open = @transaction)
-            break if open.state == :open && (open.thread.equal?(interrupted) || (deadline && now >= deadline))
+            # The interrupted thread's transaction cannot move while we wait: that thread runs the handler waiting for us.
+            break if open.thread.equal?(interrupted) || (open.state == :open && deadline && now >= deadline)
 
             left = open.state == :open && deadline ? deadline - now : nil
             @txn_changed.wait(@txn_lock, left)
           end
-          open&.tap { |t| t.state = :aborted }
+          # One being ended by the interrupted thread is left to it: it goes on when the handler returns (and finds us closed).
+          open.tap { |t| t.state = :aborted } if open&.state == :open
         end
-        abort_transaction(txn, raise_errors: false) if txn
+        abort_transaction(txn, raise_errors: false, timeout_ms: call_timeout_within(deadline)) if txn
+        finish_unfinished(call_timeout_within(deadline), raise_errors: false) if @unfinished
       end
+
+      # What is left until close's deadline, at most call_timeout (at least 1 ms: librdkafka takes 0 as "no wait").
+      def call_timeout_within(deadline) = deadline ? ms_until(deadline).clamp(1, call_timeout) : call_timeout
 
       # The owner ends its transaction, unless close already took it over.
       def claim(txn)

@@ -1,0 +1,56 @@
+# frozen_string_literal: true
+
+require "open3"
+
+# A single broker of a spec's own (bin/kafka on ports 9192-9197, data under
+# tmp/kafka/9192), for specs that stop or kill the broker under a client: the
+# shared one on 9092 must stay up for everyone else. Started in about 10-15 s.
+module OwnBroker
+  PORTS = { "KAFKA_PORT" => "9192", "KAFKA_CONTROLLER_PORT" => "9193", "KAFKA_SASL_PORT" => "9194",
+            "KAFKA_SCRAM_PORT" => "9195", "KAFKA_SSL_PORT" => "9196", "KAFKA_SASL_SSL_PORT" => "9197" }.freeze
+  BROKERS = "127.0.0.1:9192"
+  KAFKA = File.expand_path("../../bin/kafka", __dir__)
+  PID_FILE = File.expand_path("../../tmp/kafka/9192/kafka.pid", __dir__)
+
+  module_function
+
+  def start = kafka("start")
+
+  # Stops it (if it still runs) and deletes its data.
+  def stop = kafka("stop")
+
+  # Sends signal ("TERM": a clean shutdown, "KILL") and waits until the process is gone.
+  def signal(signal, within: 30)
+    pid = Integer(File.read(PID_FILE))
+    Process.kill(signal, pid)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + within
+    while alive?(pid)
+      raise "broker #{pid} still runs #{within} s after SIG#{signal}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep 0.05 # polling a process that is not ours to wait for
+    end
+  end
+
+  # An admin client of it whose calls wait long enough for a broker that just started.
+  def create_topic(name, partitions: 1)
+    admin = Sluice::Admin.new do |config|
+      config.kafka = { "bootstrap.servers": BROKERS }
+      config.max_wait_timeout = 30_000
+    end
+    admin.create_topic(name, partitions: partitions)
+  ensure
+    admin&.close
+  end
+
+  def alive?(pid)
+    Process.kill(0, pid)
+    true
+  rescue Errno::ESRCH
+    false
+  end
+
+  def kafka(*args)
+    out, status = Open3.capture2e(PORTS, KAFKA, *args)
+    raise "bin/kafka #{args.join(" ")} failed:\n#{out}" unless status.success?
+  end
+end
