@@ -14,6 +14,12 @@ RSpec.describe Sluice::Consumer::Config do
     expect(pairs("enable.auto.offset.store": true)["enable.auto.offset.store"]).to eq("true")
   end
 
+  it "heartbeats every second (a close during a rebalance waits for it to complete), unless told otherwise" do
+    expect(pairs["heartbeat.interval.ms"]).to eq("1000")
+    expect(pairs("heartbeat.interval.ms": 3000)["heartbeat.interval.ms"]).to eq("3000")
+    expect(pairs("session.timeout.ms": 2000)).not_to include("heartbeat.interval.ms") # 1 s would be half the session
+  end
+
   it "prefetches without pausing a second whenever the queue was full, into a smaller queue (from librdkafka 2.2)" do
     allow(Sluice).to receive(:librdkafka_version).and_return("2.14.2")
     expect(pairs).to include("fetch.queue.backoff.ms" => "10", "queued.min.messages" => "15000")
