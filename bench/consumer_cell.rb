@@ -3,7 +3,7 @@
 # One consumer benchmark measurement in a fresh process; prints one JSON line
 # (bench/consumer_run.rb collects them).
 #
-#   ruby bench/consumer_cell.rb --consumers 3 --mode fd --api each_batch [--runner thread|fiber] [--messages 1000000]
+#   ruby bench/consumer_cell.rb --consumers 3 --mode fd --api each_batch|each_message|poll [--runner thread|fiber] [--messages 1000000]
 #   ruby bench/consumer_cell.rb --scenario crowd --mode fd --runner fiber   # 25 consumers + 25 producers, thread counts
 #   ruby bench/consumer_cell.rb --scenario idle --mode fd --seconds 10      # wake-ups of an idle consumer
 #   ruby bench/consumer_cell.rb --scenario watermarks --topic T             # partitions and messages of T
@@ -112,7 +112,10 @@ module Bench
         threads = consumers.each_with_index.map { |c, i| Thread.new { @reader_cpu[i] = thread_cpu_of { read(c) } } }
         deadline = now + @opts[:timeout]
         threads.each { |t| t.join([deadline - now, 0.1].max) }
-        consumers.each(&:stop) if threads.any?(&:alive?)
+        if threads.any?(&:alive?)
+          @timed_out = true # poll readers look at it; the others return on stop
+          consumers.each(&:stop)
+        end
         threads.each(&:join)
       end
     end
@@ -120,17 +123,28 @@ module Bench
     # The "processing" is counting. `@seen += n` has no interrupt check inside
     # it (no method call, no backward jump), so with the GVL no two reader
     # threads interleave in it.
-    def read(consumer)
-      if @opts[:api] == "each_batch"
-        consumer.each_batch(max_items: @opts[:max_items], max_wait: @opts[:max_wait]) do |batch|
-          @seen += batch.size
-          milestone if @seen == batch.size || @seen >= @target
-        end
-      else
-        consumer.each_message do |_message|
-          @seen += 1
-          milestone if @seen == 1 || @seen >= @target
-        end
+    def read(consumer) = send(:"read_#{@opts[:api]}", consumer)
+
+    def read_each_batch(consumer)
+      consumer.each_batch(max_items: @opts[:max_items], max_wait: @opts[:max_wait]) do |batch|
+        @seen += batch.size
+        milestone if @seen == batch.size || @seen >= @target
+      end
+    end
+
+    def read_each_message(consumer)
+      consumer.each_message do |_message|
+        @seen += 1
+        milestone if @seen == 1 || @seen >= @target
+      end
+    end
+
+    def read_poll(consumer)
+      until @finished || @timed_out
+        next unless consumer.poll(100)
+
+        @seen += 1
+        milestone if @seen == 1 || @seen >= @target
       end
     end
 
@@ -386,7 +400,7 @@ if $PROGRAM_NAME == __FILE__
     o.on("--scenario NAME", %w[throughput crowd idle watermarks]) { |v| opts[:scenario] = v.to_sym }
     o.on("--consumers N", Integer) { |v| opts[:consumers] = v }
     o.on("--mode MODE", %w[fd thread]) { |v| opts[:mode] = v.to_sym }
-    o.on("--api API", %w[each_message each_batch]) { |v| opts[:api] = v }
+    o.on("--api API", %w[each_message each_batch poll]) { |v| opts[:api] = v }
     o.on("--runner R", %w[thread fiber]) { |v| opts[:runner] = v.to_sym }
     o.on("--messages M", Integer) { |v| opts[:messages] = v }
     o.on("--max-items N", Integer) { |v| opts[:max_items] = v }

@@ -87,6 +87,7 @@ module Sluice
         @reader = nil
         @reader_lock = Mutex.new
         @idle = ConditionVariable.new
+        @idle_waiters = 0 # threads in #wait_idle (under @reader_lock)
         @given_back = [] # #give_back calls from other threads, for the reader to carry out
       end
 
@@ -256,15 +257,12 @@ module Sluice
         end
         yield
       ensure
-        # Masked: an interrupt landing as the lock is taken would leave the
-        # consumer read by nobody, for ever (a killed reader's replacement
-        # would be refused).
-        Thread.handle_interrupt(DEFERRED) do
-          @reader_lock.synchronize do
-            @reader = nil if @reader.equal?(Fiber.current)
-            @idle.broadcast
-          end
-        end
+        # Released in one step no interrupt lands in, before any lock: one
+        # landing as the lock was taken left the consumer read by nobody for
+        # ever (a killed reader's replacement was refused). Then waiters of
+        # #wait_idle, if any, are woken (masked: rare, and not to be lost).
+        @reader = nil if @reader.equal?(Fiber.current)
+        Thread.handle_interrupt(DEFERRED) { @reader_lock.synchronize { @idle.broadcast } } if @idle_waiters.positive?
       end
 
       def reading? = !@reader.nil?
@@ -275,12 +273,15 @@ module Sluice
       def wait_idle(seconds)
         deadline = now + seconds
         @reader_lock.synchronize do
+          @idle_waiters += 1
           while @reader
             left = deadline - now
             return false if left <= 0
 
             @idle.wait(@reader_lock, left)
           end
+        ensure
+          @idle_waiters -= 1
         end
         true
       end
