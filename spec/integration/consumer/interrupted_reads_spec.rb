@@ -129,6 +129,23 @@ module InterruptedReads
       )
     end
 
+    # Produces count numbered messages; the block reads them with interrupts
+    # (a consumer assigned from the first, a Tally) and returns how many
+    # interrupts it made. Then the consumer closes (committing what was
+    # stored), the group's next reader reads the rest, and none may be missing.
+    def read_interrupted(what, count)
+      tag, first, last = produce_numbered(count)
+      tally = Tally.new(tag, count)
+      consumer = build_consumer
+      consumer.assign(TOPIC => { 0 => first })
+      interrupts = yield(consumer, tally)
+      consumer.close
+      read_rest(tally, first, last)
+      report(what, tally, interrupts)
+      expect(tally.missing).to eq(0)
+      interrupts
+    end
+
     # Deterministic: an exception raised into the reader at its k-th step
     # (a line, call or return in sluice's code), k = 1, 2, 3... over more steps
     # than one drain takes to hand out, so it lands once at every step of the
@@ -141,11 +158,6 @@ module InterruptedReads
       read = READS.fetch(api)
       it "hands out every message when #{api} is interrupted at every step" do
         stub_const("Sluice::Consumer::Inbox::DRAIN_ITEMS", 3)
-        count = 3_000
-        tag, first, last = produce_numbered(count)
-        tally = Tally.new(tag, count)
-        consumer = build_consumer
-        consumer.assign(TOPIC => { 0 => first })
         reader = Thread.current
         step = 0
         at = nil
@@ -155,102 +167,80 @@ module InterruptedReads
           step += 1
           Thread.current.raise(Injected) if step == at
         end
-        interrupts = 0
-        (1..steps).each do |k|
-          break if tally.size >= count
+        interrupts = read_interrupted("#{api}, every step", 3_000) do |consumer, tally|
+          (1..steps).count do |k|
+            next false if tally.full?
 
-          step = 0
-          at = k
-          begin
+            step = 0
+            at = k
             trace.enable { read.call(consumer, tally) }
+            false
           rescue Injected
-            interrupts += 1
+            true
           ensure
             at = nil
           end
         end
         expect(interrupts).to eq(steps) # every step was reached with messages left to read
-        consumer.close # commits what was stored
-        read_rest(tally, first, last)
-        report("#{api}, every step", tally, interrupts)
-        expect(tally.missing).to eq(0)
       end
     end
 
     READS.each do |api, read|
       it "hands out every message when #{api} runs in Timeout slices" do
-        count = 30_000
-        tag, first, last = produce_numbered(count)
-        tally = Tally.new(tag, count)
-        consumer = build_consumer
-        consumer.assign(TOPIC => { 0 => first })
-        interrupts = 0
-        while tally.size < count / 2
-          begin
-            Timeout.timeout(0.0002 + (rand * 0.002)) { read.call(consumer, tally) }
-          rescue Timeout::Error
-            interrupts += 1
+        read_interrupted("#{api}, Timeout slices", 30_000) do |consumer, tally|
+          interrupts = 0
+          while tally.size < 15_000
+            begin
+              Timeout.timeout(0.0002 + (rand * 0.002)) { read.call(consumer, tally) }
+            rescue Timeout::Error
+              interrupts += 1
+            end
           end
+          interrupts
         end
-        consumer.close
-        read_rest(tally, first, last)
-        report("#{api}, Timeout slices", tally, interrupts)
-        expect(tally.missing).to eq(0)
       end
 
       it "hands out every message when #{api} is hit by a Thread#raise storm" do
-        count = 30_000
-        tag, first, last = produce_numbered(count)
-        tally = Tally.new(tag, count)
-        consumer = build_consumer
-        consumer.assign(TOPIC => { 0 => first })
-        interrupts = 0
-        started = Queue.new
-        reading = Thread.new do
-          Thread.handle_interrupt(Injected => :never) do # only while reading: the loop itself is not the subject
-            started << true
-            while tally.size < count / 2
-              begin
-                Thread.handle_interrupt(Injected => :immediate) { read.call(consumer, tally) }
-              rescue Injected
-                interrupts += 1
+        interrupts = read_interrupted("#{api}, Thread#raise storm", 30_000) do |consumer, tally|
+          raised = 0
+          started = Queue.new
+          reading = Thread.new do
+            Thread.handle_interrupt(Injected => :never) do # only while reading: the loop itself is not the subject
+              started << true
+              while tally.size < 15_000
+                begin
+                  Thread.handle_interrupt(Injected => :immediate) { read.call(consumer, tally) }
+                rescue Injected
+                  raised += 1
+                end
               end
             end
+          rescue Injected # one that came as the loop ended
+            nil
           end
-        rescue Injected # one that came as the loop ended
-          nil
+          started.pop
+          # Pacing the storm is what sleep is for here; nothing waits on it.
+          while reading.alive?
+            reading.raise(Injected)
+            sleep(0.0002 + (rand * 0.002))
+          end
+          reading.join
+          raised
         end
-        started.pop
-        # Pacing the storm is what sleep is for here; nothing waits on it.
-        while reading.alive?
-          reading.raise(Injected)
-          sleep(0.0002 + (rand * 0.002))
-        end
-        reading.join
-        consumer.close
-        read_rest(tally, first, last)
-        report("#{api}, Thread#raise storm", tally, interrupts)
         expect(interrupts).to be_positive
-        expect(tally.missing).to eq(0)
       end
 
       it "hands out every message when #{api}'s reader thread is killed and replaced" do
-        count = 20_000
-        tag, first, last = produce_numbered(count)
-        tally = Tally.new(tag, count)
-        consumer = build_consumer
-        consumer.assign(TOPIC => { 0 => first })
-        kills = 0
-        while tally.size < count / 2
-          reader = Thread.new { read.call(consumer, tally) }
-          sleep(0.0005 + (rand * 0.005)) # how long the reader lives; nothing waits on it
-          reader.kill.join
-          kills += 1
+        read_interrupted("#{api}, reader killed and replaced", 20_000) do |consumer, tally|
+          kills = 0
+          while tally.size < 10_000
+            reader = Thread.new { read.call(consumer, tally) }
+            sleep(0.0005 + (rand * 0.005)) # how long the reader lives; nothing waits on it
+            reader.kill.join
+            kills += 1
+          end
+          kills
         end
-        consumer.close
-        read_rest(tally, first, last)
-        report("#{api}, reader killed and replaced", tally, kills)
-        expect(tally.missing).to eq(0)
       end
     end
   end
