@@ -10,6 +10,7 @@ require_relative "sluice/clock"
 precompiled = File.join(__dir__, "sluice", RUBY_VERSION[/\A\d+\.\d+/], "sluice_ext.#{RbConfig::CONFIG["DLEXT"]}")
 File.exist?(precompiled) ? require(precompiled) : require_relative("sluice/sluice_ext")
 require_relative "sluice/kafka_error"
+require_relative "sluice/leader_wait"
 require_relative "sluice/blocking"
 require_relative "sluice/shutdown"
 require_relative "sluice/client_lifecycle"

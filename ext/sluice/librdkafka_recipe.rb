@@ -52,11 +52,13 @@ module SluiceBuild
       configure_options # refuses an unknown GSSAPI setting before anything is downloaded
       prefix = File.join(@cache_root, "#{VERSION}-#{options_digest}")
       done = File.join(prefix, "sluice-build.done")
-      if File.exist?(done)
-        say "librdkafka #{VERSION}: using the build in #{prefix}"
-      else
-        cook(archive, prefix)
-        File.write(done, Time.now.utc.to_s)
+      exclusively(prefix) do
+        if File.exist?(done)
+          say "librdkafka #{VERSION}: using the build in #{prefix}"
+        else
+          cook(archive, prefix)
+          File.write(done, Time.now.utc.to_s)
+        end
       end
       result(prefix)
     end
@@ -64,6 +66,21 @@ module SluiceBuild
     private
 
     def say(text) = @log.puts("sluice: #{text}")
+
+    # Two builds sharing one cache (two `rake compile`s, a gem install beside
+    # a checkout) take turns: the second waits for the first and then uses
+    # its build, instead of deleting the first's work under it. An flock:
+    # released by the system if the holder dies.
+    def exclusively(prefix)
+      FileUtils.mkdir_p(File.dirname(prefix))
+      File.open("#{prefix}.lock", File::RDWR | File::CREAT, 0o644) do |lock|
+        unless lock.flock(File::LOCK_EX | File::LOCK_NB)
+          say "librdkafka #{VERSION}: another build into #{prefix} is under way; waiting for it"
+          lock.flock(File::LOCK_EX)
+        end
+        yield
+      end
+    end
 
     def configure_options
       setting = ENV.fetch(GSSAPI_ENV, "")
@@ -82,11 +99,16 @@ module SluiceBuild
       given = ENV.fetch(ARCHIVE_ENV, "")
       return verified(given, "#{ARCHIVE_ENV}=#{given}") unless given.empty?
 
-      found = @archive_dirs.flat_map { |dir| CHECKSUMS.keys.map { |name| File.join(dir, name) } }.find { |path| File.file?(path) }
+      candidates = @archive_dirs.flat_map { |dir| CHECKSUMS.keys.map { |name| File.join(dir, name) } }.select { |path| File.file?(path) }
+      found = candidates.find do |path|
+        pinned?(path).tap { |ok| say "librdkafka #{VERSION}: #{path} is not the pinned archive; not used" unless ok }
+      end
       return verified(found, found) if found
 
-      verified(download, url)
+      download
     end
+
+    def pinned?(path) = CHECKSUMS.value?(Digest::SHA256.file(path).hexdigest)
 
     def url = ENV.fetch(URL_ENV, "").then { |given| given.empty? ? RELEASE_URL : given }
 
@@ -103,21 +125,27 @@ module SluiceBuild
       path
     end
 
+    # The download gets the archive's name only once verified: a wrong one
+    # (a proxy's error page, a mirror's other release) is deleted, never kept
+    # for every later build to fail on.
     def download
       require "net/http"
-      path = File.join(@cache_root, "archives", "v#{VERSION}.tar.gz")
-      return path if File.file?(path)
-
+      path = File.join(@cache_root, "archives", "v#{VERSION}.tar.gz") # replaces a wrong one of that name
       FileUtils.mkdir_p(File.dirname(path))
+      part = "#{path}.part.#{Process.pid}"
       say "librdkafka #{VERSION}: downloading #{url}"
-      fetch(URI(url), "#{path}.part")
-      File.rename("#{path}.part", path)
+      begin
+        fetch(URI(url), part)
+      rescue StandardError => e
+        raise Error, "could not download #{url} (#{e.class}: #{e.message}). Without network, download it " \
+                     "elsewhere and set #{ARCHIVE_ENV}=/path/to/v#{VERSION}.tar.gz (Debian's librdkafka_#{VERSION}.orig.tar.gz " \
+                     "works too), or build against the system's librdkafka with SLUICE_USE_SYSTEM_LIBRDKAFKA=1"
+      end
+      verified(part, url)
+      File.rename(part, path)
       path
-    rescue StandardError => e
-      FileUtils.rm_f("#{path}.part") if path
-      raise Error, "could not download #{url} (#{e.class}: #{e.message}). Without network, download it " \
-                   "elsewhere and set #{ARCHIVE_ENV}=/path/to/v#{VERSION}.tar.gz (Debian's librdkafka_#{VERSION}.orig.tar.gz " \
-                   "works too), or build against the system's librdkafka with SLUICE_USE_SYSTEM_LIBRDKAFKA=1"
+    ensure
+      FileUtils.rm_f(part) if part
     end
 
     def fetch(uri, path, redirects = 5)
@@ -174,7 +202,7 @@ module SluiceBuild
       @archive = archive
       @prefix = prefix
       @configure_options = configure_options
-      @work_root = "#{prefix}.work"
+      @work_root = "#{prefix}.work.#{Process.pid}" # its own, whatever else builds from this cache
       @jobs = Integer(ENV.fetch("SLUICE_LIBRDKAFKA_JOBS", Etc.nprocessors.to_s))
     end
 
@@ -192,6 +220,16 @@ module SluiceBuild
         FileUtils.cp(portile.makefile_config, File.join(@prefix, "sluice-Makefile.config"))
       end
       FileUtils.rm_rf(@work_root)
+      prune
+    end
+
+    # Only what the extension links stays: librdkafka.a and the headers. The
+    # shared library, the bundle of librdkafka with its dependencies
+    # (librdkafka-static.a) and pkg-config files were 43 of the 68 MB a build
+    # kept, in a checkout's cache and in every installed source gem.
+    def prune
+      lib = File.join(@prefix, "lib")
+      FileUtils.rm_rf(Dir[File.join(lib, "librdkafka*.so*"), File.join(lib, "librdkafka-static.a"), File.join(lib, "pkgconfig")])
     end
 
     private

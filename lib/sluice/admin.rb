@@ -129,7 +129,10 @@ module Sluice
     def watermark_offsets(topic, partition)
       topic = topic_name(topic)
       partition!(partition)
-      code, low, high = blocking(:watermark_offsets, topic) { |client, ms| client.watermarks(topic, partition, ms) }
+      deadline = now + (@config.max_wait_timeout / 1000.0)
+      code, low, high = LeaderWait.retrying(deadline, pending: LeaderWait::LEADER_PENDING) do
+        blocking(:watermark_offsets, topic) { |client, ms| client.watermarks(topic, partition, ms) }
+      end
       fail!(:watermark_offsets, "#{topic}/#{partition}", code, nil) unless code.zero?
       [low, high]
     end
@@ -181,8 +184,32 @@ module Sluice
     # Every setting set shows its value (a sensitive one shows none) and none deleted is still set on the resource.
     def configs_show?(type, name, set, delete)
       entries = config_entries(type, name).to_h { |entry| [entry.first, entry] }
-      set.all? { |setting, value| entries[setting]&.then { |entry| entry[5] || entry[1] == value } } &&
+      set.all? { |setting, value| entries[setting]&.then { |entry| entry[5] || same_setting?(entry[1], value) } } &&
         delete.none? { |setting| entries[setting]&.[](2) == DYNAMIC_SOURCE.fetch(type) }
+    end
+
+    # The broker stores a value normalized: "TRUE" as "true", "01" as "1",
+    # "0.50" as "0.5", "compact, delete" as "compact,delete". Compared the
+    # way it normalizes (case, numbers by value, lists item by item), never
+    # as strings: equal strings alone left alter_configs waiting its whole
+    # max_wait_timeout for a change the broker had made.
+    def same_setting?(stored, wanted)
+      return stored == wanted if stored.nil? || wanted.nil?
+
+      stored = stored.strip
+      wanted = wanted.strip
+      return true if stored.casecmp?(wanted)
+      return list(stored) == list(wanted) if stored.include?(",") || wanted.include?(",")
+
+      (number(stored) || :stored) == (number(wanted) || :wanted)
+    end
+
+    def list(value) = value.split(",").map { |item| item.strip.downcase }.reject(&:empty?)
+
+    def number(value)
+      Rational(value)
+    rescue ArgumentError, ZeroDivisionError
+      nil
     end
 
     def partition_info((partition, leader, replicas, isr))
@@ -192,7 +219,8 @@ module Sluice
     def resource(topic, broker)
       raise ArgumentError, "give one of topic: or broker:" unless topic.nil? ^ broker.nil?
       return [RESOURCE_TOPIC, topic_name(topic)] if topic
-      raise ArgumentError, "broker: takes a broker id (Integer), got #{broker.inspect}" unless broker.is_a?(Integer)
+      raise ArgumentError, "broker: takes a broker id (Integer from 0 to #{INT32_MAX}), got #{broker.inspect}" unless
+        broker.is_a?(Integer) && !broker.negative? && broker <= INT32_MAX
 
       [RESOURCE_BROKER, broker.to_s]
     end
@@ -229,19 +257,32 @@ module Sluice
       partitions.each { |_, _, _, code| fail!(action, subject, code, nil) unless code.zero? }
     end
 
-    def topic_name(name)
-      raise ArgumentError, "a topic name must be a non-empty String or Symbol, got #{name.inspect}" unless
-        (name.is_a?(String) || name.is_a?(Symbol)) && !name.empty?
+    # Kafka's rule, checked before anything is sent: a name the broker
+    # refuses closes the connection (an over-long one), or fails in an
+    # encoding error (a non-ASCII one).
+    TOPIC_NAME = /\A[a-zA-Z0-9._-]{1,249}\z/
+    # Kafka's fields are 32-bit signed integers.
+    INT32_MAX = (2**31) - 1
+    private_constant :TOPIC_NAME, :INT32_MAX
 
-      name.to_s
+    def topic_name(name)
+      text = name.is_a?(String) || name.is_a?(Symbol) ? name.to_s : ""
+      return text if text.valid_encoding? && text.match?(TOPIC_NAME) && !%w[. ..].include?(text)
+
+      raise ArgumentError, "a topic name is a String or Symbol of 1 to 249 characters a-z, A-Z, 0-9, '.', '_' and '-' " \
+                           "(not '.' or '..'), got #{name.inspect[0, 300]}"
     end
 
     def count!(value, what)
-      raise ArgumentError, "#{what} must be a positive Integer, got #{value.inspect}" unless value.is_a?(Integer) && value.positive?
+      return if value.is_a?(Integer) && value.positive? && value <= INT32_MAX
+
+      raise ArgumentError, "#{what} must be a positive Integer up to #{INT32_MAX}, got #{value.inspect}"
     end
 
     def partition!(value)
-      raise ArgumentError, "a partition must be an Integer >= 0, got #{value.inspect}" unless value.is_a?(Integer) && !value.negative?
+      return if value.is_a?(Integer) && !value.negative? && value <= INT32_MAX
+
+      raise ArgumentError, "a partition must be an Integer from 0 to #{INT32_MAX}, got #{value.inspect}"
     end
 
     # { name => value } -> [[String, String], ...]

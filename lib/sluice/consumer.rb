@@ -204,14 +204,9 @@ module Sluice
       partition_number(partition)
       client = open_client
       deadline = now + (@config.max_wait_timeout / 1000.0)
-      loop do
-        error, low, high = Blocking.call { client.watermarks(topic.to_s, partition, @config.max_wait_timeout) }
-        return [low, high] if error.zero?
-        # a new topic's or a moved partition's leader is not known yet: ask again
-        next sleep(WATERMARKS_RETRY) if LEADER_PENDING.include?(KafkaError.code_for(error)) && now < deadline
-
-        check(error, "query_watermark_offsets")
-      end
+      error, low, high = LeaderWait.retrying(deadline) { Blocking.call { client.watermarks(topic.to_s, partition, @config.max_wait_timeout) } }
+      check(error.zero? ? nil : error, "query_watermark_offsets")
+      [low, high]
     end
 
     # each_message, each_batch and poll return after the current message or
@@ -273,10 +268,6 @@ module Sluice
       client&.destroy
       raise
     end
-
-    LEADER_PENDING = %i[not_leader_for_partition leader_not_available unknown_topic_or_part].freeze
-    WATERMARKS_RETRY = 0.1 # s
-    private_constant :LEADER_PENDING, :WATERMARKS_RETRY
 
     # The authentication or TLS failure that kept every broker down since the
     # reader last raised one, or nil: raised once per report, so a reader

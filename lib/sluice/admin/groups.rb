@@ -118,10 +118,13 @@ module Sluice
 
       def partitions_of(topic) = describe_topic(topic)[:partitions].map { |partition| partition[:partition] }
 
+      # Any text Kafka can carry (a protocol string: at most 32,767 bytes), in a valid encoding.
       def group_id(group)
-        raise ArgumentError, "a group id must be a non-empty String, got #{group.inspect}" unless group.is_a?(String) && !group.empty?
+        return group.encode(Encoding::UTF_8) if group.is_a?(String) && !group.empty? && group.valid_encoding? && group.bytesize <= 32_767
 
-        group
+        raise ArgumentError, "a group id is a non-empty String of valid text, at most 32,767 bytes, got #{group.inspect[0, 200]}"
+      rescue EncodingError
+        raise ArgumentError, "a group id must be convertible to UTF-8, got #{group.inspect[0, 200]}"
       end
     end
   end

@@ -24,6 +24,9 @@ RSpec.describe "The source gem", :kafka, timeout: 300,
     Packaging::INSTALL_TIMES["source gem (librdkafka built at install)"] = Packaging.timed do
       Packaging.run(env, "gem", "install", "--local", "--no-document", package, chdir: @dir)
     end
+    installed = Dir[File.join(@gem_home, "gems", "sluice-*", "**", "*")]
+    @installed_mb = installed.sum { |path| File.file?(path) ? File.size(path) : 0 } / 1_048_576.0
+    @build_tree_mb = installed.grep(%r{/tmp/librdkafka/}).sum { |path| File.file?(path) ? File.size(path) : 0 } / 1_048_576.0
     script = Packaging.round_trip_script(TestKafka::BROKERS, "sluice-spec-gem", 1_000)
     @outcome = JSON.parse(Packaging.run(env, RbConfig.ruby, "-e", script, chdir: @dir).lines.last)
   end
@@ -37,6 +40,13 @@ RSpec.describe "The source gem", :kafka, timeout: 300,
                               "CHANGELOG.md", *patches)
     expect(@files).to all(match(%r{\A(lib/|ext/sluice/)|\A(README\.md|LICENSE|CHANGELOG\.md)\z}))
     expect(@files.grep(/\.(so|bundle|o)\z|Makefile|mkmf\.log|\Aspec|\Atmp/)).to eq([])
+  end
+
+  # 110 MB before issue 27, 72 of them librdkafka's build (its shared library and a second static bundle too).
+  it "keeps only what the extension links of librdkafka's build" do
+    RSpec.configuration.reporter.message(format("    installed source gem: %.1f MB, of which librdkafka's build %.1f MB", @installed_mb,
+                                                @build_tree_mb))
+    expect(@build_tree_mb).to be < 30 # librdkafka.a (25 MB) and its headers
   end
 
   it "installs, loads from GEM_HOME outside the checkout, and round-trips 1,000 messages" do
