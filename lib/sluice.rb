@@ -56,4 +56,13 @@ module Sluice
 
   # The version of the librdkafka library loaded at run time, e.g. "2.0.2".
   def self.librdkafka_version = Native.librdkafka_version
+
+  # A producer of the process's pool (ProducerPool.setup), as WaterDrop.with.
+  def self.with(...) = ProducerPool.with(...)
+
+  # A transaction on a producer of the process's pool, as WaterDrop.transaction.
+  def self.transaction(...) = ProducerPool.transaction(...)
+
+  # The process's producer pool (ProducerPool.setup), or nil.
+  def self.pool = ProducerPool.default_pool
 end

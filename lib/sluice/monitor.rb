@@ -45,6 +45,11 @@ module Sluice
       admin.closed
       poller.admin_registered
       poller.admin_unregistered
+      connection_pool.created
+      connection_pool.setup
+      connection_pool.reload
+      connection_pool.reloaded
+      connection_pool.shutdown
     ].freeze
 
     # What a listener receives: the event's name and its payload (a Hash).

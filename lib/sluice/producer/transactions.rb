@@ -185,22 +185,30 @@ module Sluice
         raise Errors::ProducerClosedError, "producer #{@id} was closed while this transaction was open: close aborted it"
       end
 
-      # Within call_timeout ms (timeout_ms), retriable refusals included. One
-      # that timed out is unfinished: the error says so, and the commit goes
-      # on in librdkafka until the next transaction or close finishes it.
+      # In slices of timeout_ms (call_timeout): a commit first delivers what
+      # the transaction produced, which takes as long as there is to deliver,
+      # so a slice that ran out while messages were delivered is followed by
+      # another (librdkafka resumes the commit). One in which nothing was
+      # delivered means the broker does not answer: the commit is unfinished,
+      # the error says so, and it goes on in librdkafka until the next
+      # transaction or close finishes it. Retriable refusals are retried too.
       def commit_transaction(timeout_ms = call_timeout)
-        deadline = now + (timeout_ms / 1000.0)
         attempts = 0
+        delivered = @client.progress
         begin
-          transactional(:commit_transaction, [ms_until(deadline), 1].max)
+          transactional(:commit_transaction, timeout_ms)
           @unfinished = nil
           @transaction_reloads = 0
           @monitor.instrument("transaction.committed", producer_id: @id)
         rescue Errors::TransactionError => e
           @unfinished = e.code == :timed_out ? :commit : nil
+          if @unfinished && (progress = @client.progress) != delivered # deliveries went on: a long flush, not a dead broker
+            delivered = progress
+            retry
+          end
           if e.abortable?
             abort_transaction(nil, raise_errors: false)
-          elsif e.retryable? && !@unfinished && (attempts += 1) < COMMIT_ATTEMPTS && now < deadline
+          elsif e.retryable? && !@unfinished && (attempts += 1) < COMMIT_ATTEMPTS
             sleep(COMMIT_BACKOFF)
             retry
           end

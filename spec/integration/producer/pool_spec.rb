@@ -1,11 +1,13 @@
 # frozen_string_literal: true
 
-# Sluice::ProducerPool: WaterDrop::ConnectionPool's counterpart, on connection_pool.
+# Sluice::ProducerPool: WaterDrop::ConnectionPool's counterpart, with its
+# arguments (timeout in ms, producers numbered from 1) and surface (the
+# process's pool, stats, reload, connection_pool.* events), on connection_pool.
 RSpec.describe "Sluice::ProducerPool", :kafka do
   let(:topic) { "sluice-spec-txn" }
   let(:prefix) { "sluice-spec-pool-#{SecureRandom.hex(4)}" }
   let(:pool) do
-    Sluice::ProducerPool.new(size: 2, timeout: 0.5) do |config, index|
+    Sluice::ProducerPool.new(size: 2, timeout: 500) do |config, index|
       config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "transactional.id": "#{prefix}-#{index}" }
       config.polling.mode = TestKafka::MODE
       config.logger = Logger.new(nil)
@@ -23,7 +25,7 @@ RSpec.describe "Sluice::ProducerPool", :kafka do
       other = Thread.new { pool.with { |second| second.config.kafka_setting("transactional.id") } }.value
       ids << other
     end
-    expect(ids).to eq(["#{prefix}-0", "#{prefix}-1"])
+    expect(ids).to eq(["#{prefix}-1", "#{prefix}-2"]) # WaterDrop's numbering
   end
 
   it "makes a thread wait for a free producer, and raises ConnectionPool::TimeoutError after timeout" do
@@ -60,6 +62,66 @@ RSpec.describe "Sluice::ProducerPool", :kafka do
     pool.close
     expect(producers).to all(be_closed)
     expect { pool.with { nil } }.to raise_error(ConnectionPool::PoolShuttingDownError)
+  end
+
+  it "takes WaterDrop's timeout in milliseconds: a 500 ms wait for a free producer ends in about half a second" do
+    held = Queue.new
+    release = Queue.new
+    holders = Array.new(2) do
+      Thread.new do
+        pool.with do
+          held << true
+          release.pop
+        end
+      end
+    end
+    2.times { held.pop }
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    expect { pool.with { nil } }.to raise_error(ConnectionPool::TimeoutError)
+    expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be_between(0.4, 3)
+    2.times { release << true }
+    holders.each(&:join)
+  end
+
+  it "keeps WaterDrop's one-parameter block, reports stats and reloads its producers" do
+    one = Sluice::ProducerPool.new(size: 1, timeout: 1_000) do |config|
+      config.kafka = { "bootstrap.servers": TestKafka::BROKERS }
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+    end
+    first = one.with(&:itself)
+    expect(one.stats).to eq(size: 1, available: 1)
+    one.reload
+    expect(first).to be_closed
+    expect(one.with(&:itself)).not_to equal(first)
+  ensure
+    one&.shutdown
+  end
+
+  it "sets up one pool for the process (Sluice.with, Sluice.transaction) and reports connection_pool events" do
+    events = []
+    %w[connection_pool.created connection_pool.setup connection_pool.reload connection_pool.reloaded connection_pool.shutdown].each do |name|
+      Sluice::ProducerPool.monitor.subscribe(name) { |event| events << event.id }
+    end
+    expect { Sluice.with { nil } }.to raise_error(Sluice::Errors::ProducerClosedError, /setup first/)
+    Sluice::ProducerPool.setup(size: 1) do |config, index|
+      config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "transactional.id": "#{prefix}-global-#{index}" }
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+    end
+    expect(Sluice::ProducerPool).to be_active
+    expect(Sluice.pool).to equal(Sluice::ProducerPool.default_pool)
+    report = Sluice.transaction { |producer| producer.produce_sync(topic: topic, payload: "global-#{prefix}") }
+    expect(report.error).to be_nil
+    expect(Sluice.with { |producer| producer.config.kafka_setting("transactional.id") }).to eq("#{prefix}-global-1")
+    expect(Sluice::ProducerPool.stats).to eq(size: 1, available: 1)
+    Sluice::ProducerPool.reload
+    Sluice::ProducerPool.shutdown
+    expect(Sluice::ProducerPool).not_to be_active
+    expect(events).to eq(%w[connection_pool.created connection_pool.setup connection_pool.reloaded connection_pool.reload
+                            connection_pool.shutdown])
+  ensure
+    Sluice::ProducerPool.shutdown
   end
 
   it "refuses a pool without a config block or with a bad size" do
