@@ -107,6 +107,18 @@ RSpec.describe Sluice::Admin, :kafka do
       expect(admin.describe_configs(topic: topic)).to include("cleanup.policy" => "delete", "retention.ms" => "60000")
     end
 
+    # The broker stores values normalized; alter_configs waited its whole
+    # max_wait_timeout for them and raised AdminTimeoutError (issue 27).
+    it "returns at once when the broker stores the values it was given normalized" do
+      create
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      admin.alter_configs(topic: topic, set: { "min.cleanable.dirty.ratio" => "0.50", "unclean.leader.election.enable" => "TRUE",
+                                               "retention.ms" => "0600000", "cleanup.policy" => "compact, delete" })
+      expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be < 5 # not max_wait_timeout (10 s) and an error
+      expect(admin.describe_configs(topic: topic)).to include("min.cleanable.dirty.ratio" => "0.5", "unclean.leader.election.enable" => "true",
+                                                              "retention.ms" => "600000", "cleanup.policy" => "compact,delete")
+    end
+
     it "describes a broker's settings" do
       broker = admin.cluster[:brokers].first[:id]
       expect(admin.describe_configs(broker: broker)).to include("num.partitions")
