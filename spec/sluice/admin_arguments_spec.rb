@@ -41,6 +41,20 @@ RSpec.describe Sluice::Admin do
     refused(/broker: takes a broker id/) { admin.describe_configs(broker: -1) }
   end
 
+  # The native call stands in for the broker here: what is under test is the
+  # retry policy around it (the real race, 2 of 140 rounds right after
+  # create_topic, cannot be produced on demand).
+  it "asks again while the partition's leader is not known yet, and names other errors at once" do
+    client = admin.send(:open_client)
+    not_leader = Sluice::KafkaError.number_for(:not_leader_for_partition)
+    allow(client).to receive(:watermarks).and_return([not_leader, -1, -1], [not_leader, -1, -1], [0, 3, 8])
+    expect(admin.watermark_offsets("t", 0)).to eq([3, 8])
+    expect(client).to have_received(:watermarks).exactly(3).times
+
+    allow(client).to receive(:watermarks).and_return([Sluice::KafkaError.number_for(:unknown_topic_or_part), -1, -1])
+    expect { admin.watermark_offsets("t", 0) }.to raise_error(Sluice::Errors::UnknownTopicError)
+  end
+
   it "refuses group ids that are not text Kafka can carry" do
     refused(/a group id is a non-empty String/) { admin.describe_group("") }
     refused(/a group id is a non-empty String/) { admin.committed_offsets("\xE2\x28".dup.force_encoding("UTF-8")) }
