@@ -16,7 +16,8 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
       "poller.producer_registered", "poller.producer_unregistered",
       "consumer.partitions_assigned", "consumer.partitions_revoked", "consumer.offsets_committed",
       "consumer.partition_eof", "consumer.closed", "poller.consumer_registered", "poller.consumer_unregistered",
-      "admin.connected", "admin.request", "admin.closed", "poller.admin_registered", "poller.admin_unregistered"
+      "admin.connected", "admin.request", "admin.closed", "poller.admin_registered", "poller.admin_unregistered",
+      "connection_pool.created", "connection_pool.setup", "connection_pool.reload", "connection_pool.reloaded", "connection_pool.shutdown"
     )
   end
 
