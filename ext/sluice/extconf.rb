@@ -61,6 +61,9 @@ end
 def bundled_librdkafka
   cache = ENV.fetch("SLUICE_LIBRDKAFKA_CACHE", File.join(ROOT, "tmp", "librdkafka"))
   build = SluiceBuild::Librdkafka.new(cache_root: cache, archive_dirs: [File.join(cache, "archives")]).build
+  # An installed gem (no checkout around it: no .git, no Rakefile) needs none
+  # of the build once the extension is linked: `make install` removes it.
+  $sluice_prune = cache if !ENV.key?("SLUICE_LIBRDKAFKA_CACHE") && %w[.git Rakefile].none? { |name| File.exist?(File.join(ROOT, name)) }
   $INCFLAGS << " -isystem #{Shellwords.escape(build.include_dir)}"
   $LOCAL_LIBS << " #{Shellwords.escape(build.archive)} #{build.libs}"
   $LDFLAGS << " -Wl,--exclude-libs,ALL" if RbConfig::CONFIG["host_os"].include?("linux")
@@ -115,3 +118,12 @@ $CFLAGS << " -O0 -g -fsanitize=address -fno-omit-frame-pointer" if ENV["SLUICE_A
 $LDFLAGS << " -fsanitize=address" if ENV["SLUICE_ASAN"]
 
 create_makefile("sluice/sluice_ext")
+
+# After RubyGems' `make install` the extension is linked (statically) and
+# copied: librdkafka's build (25 MB) would only take room in the gem.
+if $sluice_prune
+  File.open("Makefile", "a") do |makefile|
+    makefile.puts("", "install: sluice-prune-librdkafka", "sluice-prune-librdkafka: install-so",
+                  "\t-$(Q) $(RM_RF) #{Shellwords.escape($sluice_prune)}")
+  end
+end

@@ -3,7 +3,7 @@
 # Admin answers never lie (issue 27): a listing that a broker did not answer
 # raises instead of looking like "no groups". A broker of the spec's own
 # (OwnBroker), killed under a connected admin client.
-RSpec.describe "Admin when the broker stops answering", :kafka, timeout: 90 do
+RSpec.describe "Admin when the broker stops answering", :kafka, :own_broker, timeout: 90 do
   before { OwnBroker.start }
   after { OwnBroker.stop }
 

@@ -6,7 +6,7 @@
 # of the timeout, and close returns within timeout + 0.5 s. A broker of the
 # spec's own (OwnBroker), stopped (SIGTERM) or killed (SIGKILL) while the
 # consumers are members.
-RSpec.describe "Consumer close with the broker gone", :kafka, timeout: 90 do
+RSpec.describe "Consumer close with the broker gone", :kafka, :own_broker, timeout: 90 do
   timeout_ms = 2_000
 
   before { OwnBroker.start }

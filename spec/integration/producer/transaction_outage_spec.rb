@@ -6,7 +6,7 @@
 # before), close and SIGTERM work meanwhile, and the producer finishes the
 # timed-out commit or abort when the broker is back. A broker of the spec's
 # own (OwnBroker), stopped (SIGTERM) or killed (SIGKILL) inside the block.
-RSpec.describe "Transactions when the broker stops answering", :kafka, timeout: 120 do
+RSpec.describe "Transactions when the broker stops answering", :kafka, :own_broker, timeout: 120 do
   topic = "sluice-spec-txn-down"
   wait_ms = 2_000
 
