@@ -12,6 +12,8 @@ module Sluice
       COMMIT_ATTEMPTS = 3
       # Between two commits librdkafka refused as retriable at once (s).
       COMMIT_BACKOFF = 0.1
+      # librdkafka's "the transaction's remaining time" (bounded by transaction.timeout.ms).
+      REMAINING_TRANSACTION_TIME = -1
       # How long one init_transactions call waits (ms) before checking for an
       # authentication failure.
       INIT_SLICE = 500
@@ -185,16 +187,15 @@ module Sluice
         raise Errors::ProducerClosedError, "producer #{@id} was closed while this transaction was open: close aborted it"
       end
 
-      # In slices of timeout_ms (call_timeout): a commit first delivers what
-      # the transaction produced, which takes as long as there is to deliver,
-      # so a slice that ran out while messages were delivered is followed by
-      # another (librdkafka resumes the commit). One in which nothing was
-      # delivered means the broker does not answer: the commit is unfinished,
-      # the error says so, and it goes on in librdkafka until the next
-      # transaction or close finishes it. Retriable refusals are retried too.
-      def commit_transaction(timeout_ms = call_timeout)
+      # A commit first delivers what the transaction produced, and rides out
+      # a coordinator's failover: it takes librdkafka's own bound, the
+      # transaction's remaining time (finite: transaction.timeout.ms), by
+      # default. Bounding it by max_wait_timeout failed the cluster's
+      # coordinator-kill spec (the failover outlasted 5 s, and the commit that
+      # timed out committed later). One that timed out is unfinished: the
+      # next transaction or close makes it again first.
+      def commit_transaction(timeout_ms = REMAINING_TRANSACTION_TIME)
         attempts = 0
-        delivered = @client.progress
         begin
           transactional(:commit_transaction, timeout_ms)
           @unfinished = nil
@@ -202,10 +203,6 @@ module Sluice
           @monitor.instrument("transaction.committed", producer_id: @id)
         rescue Errors::TransactionError => e
           @unfinished = e.code == :timed_out ? :commit : nil
-          if @unfinished && (progress = @client.progress) != delivered # deliveries went on: a long flush, not a dead broker
-            delivered = progress
-            retry
-          end
           if e.abortable?
             abort_transaction(nil, raise_errors: false)
           elsif e.retryable? && !@unfinished && (attempts += 1) < COMMIT_ATTEMPTS

@@ -26,8 +26,11 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
     now - at
   end
 
+  # A commit waits the transaction's remaining time (librdkafka's bound):
+  # a short transaction.timeout.ms keeps the example short.
   def transactional_producer(max_wait_timeout)
-    build_producer(kafka: { "bootstrap.servers": OwnBroker::BROKERS, "transactional.id": "sluice-spec-down-#{SecureRandom.hex(6)}" },
+    build_producer(kafka: { "bootstrap.servers": OwnBroker::BROKERS, "transactional.id": "sluice-spec-down-#{SecureRandom.hex(6)}",
+                            "transaction.timeout.ms": 6_000, "message.timeout.ms": 6_000 },
                    max_wait_timeout: max_wait_timeout)
   end
 
@@ -48,8 +51,9 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
       RSpec.configuration.reporter.message("    broker #{how} (#{TestKafka::MODE}): transaction #{took.round(2)} s " \
                                            "(#{error&.message}), close #{closing.round(2)} s")
       expect(error).to be_a(Sluice::Errors::TransactionError)
-      # The commit's wait (max_wait_timeout); an abort after it waits as long again, and for the first delivery report.
-      expect(took).to be < (3 * wait_ms / 1000.0) + 1
+      # The commit's wait (the transaction's 6 s at most); an abort after it waits max_wait_timeout, and 5 s at most for
+      # the first delivery report.
+      expect(took).to be < 6 + 5 + (wait_ms / 1000.0) + 2
       expect(closing).to be < (2 * wait_ms / 1000.0) + 1
       expect(producer).to be_closed
     end
@@ -60,7 +64,8 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
 
     it "closes and exits within the bounds (the trap runs once the bounded call returns)" do
       code = <<~RUBY
-        producer = make_producer(kafka: { "bootstrap.servers": #{OwnBroker::BROKERS.inspect}, "transactional.id": "sluice-term-\#{rand(1 << 30)}" }) do |config|
+        producer = make_producer(kafka: { "bootstrap.servers": #{OwnBroker::BROKERS.inspect}, "transactional.id": "sluice-term-\#{rand(1 << 30)}",
+                                          "transaction.timeout.ms": 6_000, "message.timeout.ms": 6_000 }) do |config|
           config.max_wait_timeout = #{wait_ms}
         end
         producer.transaction { producer.produce_sync(topic: #{topic.inspect}, payload: "before") }
@@ -93,7 +98,7 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
         RSpec.configuration.reporter.message("    SIGTERM in a stuck transaction (#{TestKafka::MODE}): exited #{exited.round(2)} s after it")
         expect(rest).to include("ENDED Sluice::Errors::TransactionError").or include("ENDED Sluice::Errors::ProducerClosedError")
         expect(rest).to include("CLOSED true")
-        expect(exited).to be < (3 * wait_ms / 1000.0) + 1
+        expect(exited).to be < 6 + 5 + (wait_ms / 1000.0) + 2
       end
     end
   end
