@@ -26,14 +26,32 @@ RSpec.configure do |config|
 
   # Nothing hangs forever: a stuck example fails instead of stalling CI, and
   # says where every thread was (a CI log is often all there is to go on).
+  # One stuck where Timeout cannot reach it (a native call with interrupts
+  # masked) ends the run a minute later: red at once, not over time.
   config.around(:each) do |example|
-    Timeout.timeout(example.metadata.fetch(:timeout, 60)) { example.run }
-  rescue Timeout::Error
-    Thread.list.each do |thread|
-      warn "#{example.location} timed out; #{thread.inspect}:\n  #{(thread.backtrace || []).first(25).join("\n  ")}"
+    limit = example.metadata.fetch(:timeout, 60)
+    watchdog = Thread.new do
+      sleep(limit + 60)
+      ThreadDump.warn_all(example, "is still running a minute after its timeout: ending the run")
+      exit!(1)
     end
+    Timeout.timeout(limit) { example.run }
+  rescue Timeout::Error
+    ThreadDump.warn_all(example, "timed out")
     raise
+  ensure
+    watchdog&.kill
   end
 
   config.after(:each) { close_test_producers }
+end
+
+# Where every thread is, on stderr, for an example that overran.
+module ThreadDump
+  def self.warn_all(example, what)
+    Thread.list.each do |thread|
+      warn "#{example.location} #{what}; #{thread.inspect}:\n  #{(thread.backtrace || []).first(25).join("\n  ")}"
+    end
+    $stderr.flush
+  end
 end

@@ -31,13 +31,28 @@ module OwnBroker
     end
   end
 
+  # A broker that just started may not be registered with its controller
+  # yet (KRaft: "only 0 broker(s) are registered") or may still be loading:
+  # such refusals are asked again, within START_REFUSALS_FOR s.
+  START_REFUSALS_FOR = 30
+
   # An admin client of it whose calls wait long enough for a broker that just started.
   def create_topic(name, partitions: 1)
     admin = Sluice::Admin.new do |config|
       config.kafka = { "bootstrap.servers": BROKERS }
       config.max_wait_timeout = 30_000
     end
-    admin.create_topic(name, partitions: partitions)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + START_REFUSALS_FOR
+    begin
+      admin.create_topic(name, partitions: partitions)
+    rescue Sluice::Errors::KafkaCallError => e
+      raise unless (e.retryable? || e.code == :invalid_replication_factor) &&
+                   Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+
+      warn "OwnBroker.create_topic(#{name}): #{e.message}; asking again"
+      sleep 0.2 # the broker's registration has no event to wait on from here
+      retry
+    end
   ensure
     admin&.close
   end

@@ -12,8 +12,12 @@ module Sluice
       COMMIT_ATTEMPTS = 3
       # Between two commits librdkafka refused as retriable at once (s).
       COMMIT_BACKOFF = 0.1
-      # librdkafka's "the transaction's remaining time" (bounded by transaction.timeout.ms).
-      REMAINING_TRANSACTION_TIME = -1
+      # librdkafka's transaction.timeout.ms default (ms).
+      TRANSACTION_TIMEOUT = 60_000
+      # One commit call's wait (ms): between two, a close of another thread
+      # or a signal handler's takes over (librdkafka resumes a commit that
+      # timed out where it stopped).
+      COMMIT_SLICE = 1_000
       # How long one init_transactions call waits (ms) before checking for an
       # authentication failure.
       INIT_SLICE = 500
@@ -96,6 +100,9 @@ module Sluice
       # transaction, or close, finishes it first (#finish_unfinished).
       def call_timeout = @config.max_wait_timeout
 
+      # transaction.timeout.ms (ms): the broker aborts a transaction open longer.
+      def transaction_timeout = Integer(@config.kafka_setting("transaction.timeout.ms") || TRANSACTION_TIMEOUT)
+
       def own_transaction? = !!(txn = @transaction) && txn.fiber.equal?(Fiber.current)
 
       def own_open_transaction? = own_transaction? && @transaction.state == :open
@@ -143,7 +150,7 @@ module Sluice
       def prepare_transactions
         return if @transactions_ready
 
-        deadline = now + (2 * Integer(@config.kafka_setting("transaction.timeout.ms") || 60_000) / 1000.0)
+        deadline = now + (2 * transaction_timeout / 1000.0)
         begin
           transactional(:init_transactions, INIT_SLICE)
         rescue Errors::TransactionError => e
@@ -188,21 +195,26 @@ module Sluice
       end
 
       # A commit first delivers what the transaction produced, and rides out
-      # a coordinator's failover: it takes librdkafka's own bound, the
-      # transaction's remaining time (finite: transaction.timeout.ms), by
-      # default. Bounding it by max_wait_timeout failed the cluster's
-      # coordinator-kill spec (the failover outlasted 5 s, and the commit that
-      # timed out committed later). One that timed out is unfinished: the
-      # next transaction or close makes it again first.
-      def commit_transaction(timeout_ms = REMAINING_TRANSACTION_TIME)
+      # a coordinator's failover: it goes on up to transaction.timeout.ms, the
+      # time the broker gives the transaction. Not max_wait_timeout: that
+      # failed the cluster's coordinator-kill spec (the failover outlasted
+      # 5 s, and the commit that timed out committed later). Not librdkafka's
+      # -1 either: a commit does not cap it, and waited forever on a killed
+      # broker. In slices of COMMIT_SLICE, so a close (or a SIGTERM handler's)
+      # stops it within one. One that timed out or was stopped is unfinished:
+      # the next transaction, or close, makes it again first.
+      def commit_transaction(timeout_ms = transaction_timeout)
+        deadline = now + (timeout_ms / 1000.0)
         attempts = 0
         begin
-          transactional(:commit_transaction, timeout_ms)
+          transactional(:commit_transaction, ms_until(deadline).clamp(1, COMMIT_SLICE))
           @unfinished = nil
           @transaction_reloads = 0
           @monitor.instrument("transaction.committed", producer_id: @id)
         rescue Errors::TransactionError => e
           @unfinished = e.code == :timed_out ? :commit : nil
+          raise_closed_while_committing if @unfinished && close_waiting?
+          retry if @unfinished && now < deadline
           if e.abortable?
             abort_transaction(nil, raise_errors: false)
           elsif e.retryable? && !@unfinished && (attempts += 1) < COMMIT_ATTEMPTS
@@ -211,6 +223,15 @@ module Sluice
           end
           raise
         end
+      end
+
+      # A close runs on another thread (or a signal handler's), and waits for
+      # this one's transactional call.
+      def close_waiting? = @closing && !@lifecycle.owned?
+
+      def raise_closed_while_committing
+        raise Errors::ProducerClosedError,
+              "producer #{@id} was closed while this transaction committed: the commit was left unfinished, and may still commit"
       end
 
       # Within timeout_ms (an abort that timed out is unfinished, as a commit).

@@ -26,13 +26,17 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
     now - at
   end
 
-  # A commit waits the transaction's remaining time (librdkafka's bound):
-  # a short transaction.timeout.ms keeps the example short.
-  def transactional_producer(max_wait_timeout)
+  # A commit waits up to transaction.timeout.ms: a short one keeps the
+  # examples that wait it out short; the default (60 s) shows close and
+  # SIGTERM do not wait it out.
+  def transactional_producer(max_wait_timeout, transaction_timeout_ms: 6_000)
     build_producer(kafka: { "bootstrap.servers": OwnBroker::BROKERS, "transactional.id": "sluice-spec-down-#{SecureRandom.hex(6)}",
-                            "transaction.timeout.ms": 6_000, "message.timeout.ms": 6_000 },
+                            "transaction.timeout.ms": transaction_timeout_ms, "message.timeout.ms": transaction_timeout_ms },
                    max_wait_timeout: max_wait_timeout)
   end
+
+  # One commit call's wait (s): a close takes over between two.
+  slice = Sluice::Producer::Transactions::COMMIT_SLICE / 1000.0
 
   [%w[stopped TERM], %w[killed KILL]].each do |how, signal|
     it "ends the transaction, and then close, within their bounds when the broker is #{how} mid-transaction" do
@@ -59,13 +63,39 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
     end
   end
 
+  it "stops a commit waiting on a killed broker when another thread closes, long before transaction.timeout.ms" do
+    producer = transactional_producer(wait_ms, transaction_timeout_ms: 60_000)
+    producer.transaction { producer.produce_sync(topic: topic, payload: "before") }
+    block_ended = Queue.new
+    committer = Thread.new do
+      producer.transaction do
+        producer.produce_async(topic: topic, payload: "during")
+        OwnBroker.signal("KILL")
+        block_ended << true
+      end
+      :committed
+    rescue Sluice::Errors::BaseError => e
+      e
+    end
+    block_ended.pop
+    sleep 0.2 # inside the commit's wait (the commit has no event to wait on)
+    closing = seconds { producer.close(timeout: wait_ms) }
+    expect(committer.join(20)).not_to be_nil, "the committing thread still waits 20 s after close returned"
+    RSpec.configuration.reporter.message("    close during a stuck commit (#{TestKafka::MODE}): #{closing.round(2)} s " \
+                                         "(the commit: #{committer.value.class})")
+    expect(committer.value).to be_a(Sluice::Errors::ProducerClosedError)
+    expect(committer.value.message).to include("may still commit")
+    # One commit slice to stop the commit, then close's own bound (the commit made again, a purge).
+    expect(closing).to be < slice + (2 * wait_ms / 1000.0) + 1
+    expect(producer).to be_closed
+  end
+
   describe "SIGTERM while the transaction waits on a broker that was killed" do
     include PollingScenarios
 
-    it "closes and exits within the bounds (the trap runs once the bounded call returns)" do
+    it "closes and exits within close's bound, not the commit's (the trap runs between two commit calls)" do
       code = <<~RUBY
-        producer = make_producer(kafka: { "bootstrap.servers": #{OwnBroker::BROKERS.inspect}, "transactional.id": "sluice-term-\#{rand(1 << 30)}",
-                                          "transaction.timeout.ms": 6_000, "message.timeout.ms": 6_000 }) do |config|
+        producer = make_producer(kafka: { "bootstrap.servers": #{OwnBroker::BROKERS.inspect}, "transactional.id": "sluice-term-\#{rand(1 << 30)}" }) do |config|
           config.max_wait_timeout = #{wait_ms}
         end
         producer.transaction { producer.produce_sync(topic: #{topic.inspect}, payload: "before") }
@@ -98,7 +128,8 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
         RSpec.configuration.reporter.message("    SIGTERM in a stuck transaction (#{TestKafka::MODE}): exited #{exited.round(2)} s after it")
         expect(rest).to include("ENDED Sluice::Errors::TransactionError").or include("ENDED Sluice::Errors::ProducerClosedError")
         expect(rest).to include("CLOSED true")
-        expect(exited).to be < 6 + 5 + (wait_ms / 1000.0) + 2
+        # transaction.timeout.ms is librdkafka's 60 s: the handler's close stops the commit within a slice.
+        expect(exited).to be < slice + (2 * wait_ms / 1000.0) + 3
       end
     end
   end
