@@ -117,6 +117,7 @@ module Sluice
           Shutdown.untrack(self)
         end
         @monitor.instrument("producer.closed", producer_id: @id)
+        nil
       end
 
       # See ClientLifecycle#close_on_own_thread. The transaction the signal

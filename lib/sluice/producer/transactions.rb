@@ -207,12 +207,10 @@ module Sluice
         deadline = now + (timeout_ms / 1000.0)
         attempts = 0
         begin
-          transactional(:commit_transaction, ms_until(deadline).clamp(1, COMMIT_SLICE))
-          @unfinished = nil
+          transactional(:commit_transaction, ms_until(deadline).clamp(1, COMMIT_SLICE), unfinished: :commit)
           @transaction_reloads = 0
           @monitor.instrument("transaction.committed", producer_id: @id)
-        rescue Errors::TransactionError => e
-          @unfinished = e.code == :timed_out ? :commit : nil
+        rescue Errors::TransactionError
           raise_closed_while_committing if @unfinished && close_waiting?
           retry if @unfinished && now < deadline
           if e.abortable?
@@ -237,11 +235,9 @@ module Sluice
       # Within timeout_ms (an abort that timed out is unfinished, as a commit).
       def abort_transaction(txn, raise_errors:, timeout_ms: call_timeout)
         wait_for_first_delivery(txn)
-        transactional(:abort_transaction, [timeout_ms, 1].max)
-        @unfinished = nil
+        transactional(:abort_transaction, [timeout_ms, 1].max, unfinished: :abort)
         @monitor.instrument("transaction.aborted", producer_id: @id)
       rescue Errors::BaseError => e
-        @unfinished = e.is_a?(Errors::TransactionError) && e.code == :timed_out ? :abort : nil
         raise if raise_errors
 
         @monitor.instrument("error.occurred", producer_id: @id, type: "transaction.abort", error: e)
@@ -344,11 +340,16 @@ module Sluice
       # Transaction calls cannot be cut short: interrupts (Timeout,
       # Thread#raise) wait until the call returned, so a transaction is never
       # left half-ended by one. Under a fiber scheduler the call runs off the
-      # fiber's thread.
-      def transactional(action, *args)
+      # fiber's thread. With `unfinished:` (:commit, :abort), whether the call
+      # timed out (and so goes on in librdkafka, to be made again) is noted
+      # before an interrupt can land: one between two commit slices must not
+      # leave a commit under way unnoted.
+      def transactional(action, *args, unfinished: nil)
         client = @client
         tuple = Thread.handle_interrupt(Object => :never) do
-          Blocking.call(interruptible: false) { client.public_send(action, *args) }
+          result = Blocking.call(interruptible: false) { client.public_send(action, *args) }
+          @unfinished = result && KafkaError.from_tuple(result).code == :timed_out ? unfinished : nil if unfinished
+          result
         end
         raise Errors::TransactionError.new(action.to_s.tr("_", " "), transaction_error(client, tuple)) if tuple
       end

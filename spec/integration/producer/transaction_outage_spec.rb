@@ -90,6 +90,52 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
     expect(producer).to be_closed
   end
 
+  # The committed payloads of the topic's partition 0, from the start to its last stable offset.
+  def committed_payloads(topic)
+    consumer = Sluice::Consumer.new do |config|
+      config.kafka = { "bootstrap.servers": OwnBroker::BROKERS, "group.id": "sluice-spec-down-#{SecureRandom.hex(6)}",
+                       "isolation.level": "read_committed", "enable.partition.eof": true }
+    end
+    at_end = Queue.new
+    consumer.monitor.subscribe("consumer.partition_eof") { at_end << true }
+    consumer.assign(topic => { 0 => -2 })
+    payloads = []
+    while at_end.empty?
+      message = consumer.poll(500)
+      payloads << message.payload if message
+    end
+    payloads
+  ensure
+    consumer&.close
+  end
+
+  it "lets Timeout end a commit stuck on a stopped broker between two calls, and the next transaction finishes it" do
+    producer = transactional_producer(wait_ms, transaction_timeout_ms: 60_000)
+    producer.transaction { producer.produce_sync(topic: topic, payload: "before") }
+    OwnBroker.signal("TERM")
+    error = nil
+    took = seconds do
+      # Within the commit's first call: nothing noted it unfinished before that call.
+      Timeout.timeout(0.5) { producer.transaction { producer.produce_async(topic: topic, payload: "during") } }
+    rescue Timeout::Error => e
+      error = e
+    end
+    RSpec.configuration.reporter.message("    Timeout(0.5) around a stuck commit (#{TestKafka::MODE}): raised after #{took.round(2)} s")
+    expect(error).to be_a(Timeout::Error)
+    expect(took).to be < 0.5 + slice + 1
+    OwnBroker.start # its data kept: the transaction's coordinator comes back, after loading its log
+    # The next transaction makes the unfinished commit first, within max_wait_timeout per try.
+    retry_until = now + 30
+    begin
+      producer.transaction { producer.produce_sync(topic: topic, payload: "after") }
+    rescue Sluice::Errors::TransactionError => e
+      raise unless e.code == :timed_out && now < retry_until
+
+      retry
+    end
+    expect(committed_payloads(topic).last(3)).to eq(%w[before during after]) # after the suite's warm-up transaction
+  end
+
   describe "SIGTERM while the transaction waits on a broker that was killed" do
     include PollingScenarios
 
