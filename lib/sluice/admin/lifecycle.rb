@@ -8,6 +8,12 @@ module Sluice
     module Lifecycle
       include ClientLifecycle
 
+      # How late (s) a result may be before a refusal reported earlier, and
+      # still current, is taken as the reason: brokers answer well within it.
+      REFUSED_GRACE = 0.5
+      # One blocking call's wait (ms).
+      BLOCKING_SLICE = 1_000
+
       def closed? = @closed
 
       # Stops polling the client and releases it; calls waiting for a result
@@ -94,10 +100,23 @@ module Sluice
         end
       end
 
-      # A blocking call of the handle (GVL released; on a helper thread under a fiber scheduler).
+      # A blocking call of the handle (GVL released; on a helper thread under
+      # a fiber scheduler), whose result starts with librdkafka's error code.
+      # In slices of BLOCKING_SLICE within max_wait_timeout (they are reads,
+      # asked again): between two, a refusal of the client's credentials or
+      # TLS raises AuthenticationError instead of waiting the rest out.
       def blocking(action, subject, &block)
         @monitor.instrument("admin.request", admin_id: @id, action: action, subject: subject) do
-          native(action, subject) { Blocking.call { block.call(open_client, @config.max_wait_timeout) } }
+          deadline = now + (@config.max_wait_timeout / 1000.0)
+          loop do
+            slice = ms_until(deadline).clamp(1, BLOCKING_SLICE)
+            result = native(action, subject) { Blocking.call { block.call(open_client, slice) } }
+            break result unless result.first.negative? # answered by a broker
+
+            failure = @state.refusing_failure
+            raise Errors::AuthenticationError, failure if failure
+            break result unless result.first == TIMED_OUT && now < deadline
+          end
         end
       end
 
@@ -109,10 +128,31 @@ module Sluice
       end
 
       def await(action, subject, id)
-        result = @poller.in_poller_thread? ? pump_until(id) : @requests.wait(id, @config.max_wait_timeout)
+        result = @poller.in_poller_thread? ? pump_until(id) : wait_for_result(id)
         raise Errors::AdminClosedError, "admin #{@id} was closed during #{action} #{subject}" if result == :closed
 
         result || [TIMED_OUT, "no result within max_wait_timeout (#{@config.max_wait_timeout} ms)", nil]
+      end
+
+      # Within max_wait_timeout, unless the brokers refuse the client's
+      # credentials or TLS: a refusal reported meanwhile raises at once; one
+      # reported before (librdkafka says so again only at its next reconnect,
+      # up to 10 s later) raises once a result is REFUSED_GRACE s late.
+      def wait_for_result(id)
+        deadline = now + (@config.max_wait_timeout / 1000.0)
+        late = now + REFUSED_GRACE
+        refusals = @requests.refusals
+        loop do
+          slice = now < late ? late : deadline
+          result = @requests.wait(id, ms_until([slice, deadline].min), refusals)
+          return result unless result.nil? || result == :refused
+
+          failure = @state.refusing_failure
+          raise Errors::AuthenticationError, failure if failure && (result == :refused || now >= late)
+          return nil if now >= deadline
+
+          refusals = @requests.refusals
+        end
       end
 
       # A call from a listener on the polling thread: nobody else would serve the queue.

@@ -18,7 +18,11 @@ module Sluice
         @next_id = 0
         @pending = {} # id => result, nil until it arrives
         @closed = false
+        @answered = 0 # results the brokers answered (code >= 0: accepted or refused by a broker, not by librdkafka)
+        @refusals = 0 # times every broker was down for an authentication or TLS failure
       end
+
+      attr_reader :answered, :refusals
 
       # A number for the next request, waited for until #forget.
       def open
@@ -32,6 +36,7 @@ module Sluice
       # From the poll: result is [id, error_code, message, payload].
       def deliver(result)
         @mutex.synchronize do
+          @answered += 1 unless result[1].negative?
           next unless @pending.key?(result.first)
 
           @pending[result.first] = result
@@ -39,13 +44,24 @@ module Sluice
         end
       end
 
+      # Every broker is down for an authentication or TLS failure: the waiters
+      # wake up to raise it.
+      def refuse
+        @mutex.synchronize do
+          @refusals += 1
+          @arrived.broadcast
+        end
+      end
+
       # The result of request id ([error_code, message, payload]), :closed once
-      # #close was called, or nil when timeout_ms passed first.
-      def wait(id, timeout_ms)
+      # #close was called, :refused once #refuse was called after the
+      # `refusals` count, or nil when timeout_ms passed first.
+      def wait(id, timeout_ms, refusals = @refusals)
         deadline = now + (timeout_ms / 1000.0)
         @mutex.synchronize do
           until (result = @pending[id])
             return :closed if @closed
+            return :refused if @refusals != refusals
 
             left = deadline - now
             return nil if left <= 0

@@ -60,6 +60,10 @@ module Sluice
         end
       end
 
+      # The failure while it keeps every broker down (all_brokers_down came
+      # with it), or nil.
+      def refusing = (failure = current) && @all_down ? failure : nil
+
       # The failure while it may still explain brokers being down, or nil.
       def current
         failure = @failure

@@ -57,13 +57,17 @@ module Sluice
         @token_lock = Mutex.new
         @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
         @token_answers = 0
-        @auth_watch = AuthWatch.new(progress: client.method(:progress))
+        # An admin client's progress is the brokers' answers (it delivers and fetches nothing).
+        @auth_watch = AuthWatch.new(progress: results ? results.method(:answered) : client.method(:progress))
         @refusals = 0 # times every broker was down for an authentication failure
       end
 
       # The authentication or TLS failure (a KafkaError) that keeps every
       # broker down, or nil.
       def auth_failure = @auth_watch.current
+
+      # The authentication or TLS failure that keeps every broker down now, or nil.
+      def refusing_failure = @auth_watch.refusing
 
       # Drains the queue and dispatches what it found, for at most budget_ms
       # (negative: until empty). Dispatch counts against the budget too: it is
@@ -272,13 +276,14 @@ module Sluice
       end
 
       # A producer's pending messages fail; a consumer's reader wakes up to
-      # raise it (Consumer#poll, each_message, each_batch).
+      # raise it (Consumer#poll, each_message, each_batch); an admin's
+      # waiting requests wake up to raise it.
       def refuse_pending
         @refusals += 1
-        if @kind == :producer
-          @client.purge if @client.inflight_count.positive?
-        else
-          @client.wake_messages
+        case @kind
+        when :producer then @client.purge if @client.inflight_count.positive?
+        when :admin then @results&.refuse
+        else @client.wake_messages
         end
       end
 
