@@ -11,6 +11,7 @@ precompiled = File.join(__dir__, "sluice", RUBY_VERSION[/\A\d+\.\d+/], "sluice_e
 File.exist?(precompiled) ? require(precompiled) : require_relative("sluice/sluice_ext")
 require_relative "sluice/kafka_error"
 require_relative "sluice/leader_wait"
+require_relative "sluice/refusable_read"
 require_relative "sluice/blocking"
 require_relative "sluice/shutdown"
 require_relative "sluice/client_lifecycle"

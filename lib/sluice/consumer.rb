@@ -199,12 +199,15 @@ module Sluice
     # The partition's low and high watermarks (first offset, offset after the last) on the broker.
     # @return [Array(Integer, Integer)]
     # @raise [Errors::ConsumerError]
+    # @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
     def query_watermark_offsets(topic, partition)
       topic = topic_name(topic)
       partition_number(partition)
       client = open_client
       deadline = now + (@config.max_wait_timeout / 1000.0)
-      error, low, high = LeaderWait.retrying(deadline) { Blocking.call { client.watermarks(topic.to_s, partition, @config.max_wait_timeout) } }
+      error, low, high = LeaderWait.retrying(deadline) do
+        RefusableRead.call(deadline, @state.method(:refusing_failure)) { |ms| Blocking.call { client.watermarks(topic.to_s, partition, ms) } }
+      end
       check(error.zero? ? nil : error, "query_watermark_offsets")
       [low, high]
     end

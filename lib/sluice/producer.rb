@@ -121,6 +121,7 @@ module Sluice
 
     # Partitions of topic, from metadata (cached for a while).
     # @raise [Errors::ProduceError] the metadata request failed (unknown topic, timeout)
+    # @raise [Errors::AuthenticationError] the brokers refuse the producer's credentials or TLS
     def partition_count(topic) = @partitioner.partition_count(topic.to_s)
 
     # Waits until every message produced so far has its delivery report.

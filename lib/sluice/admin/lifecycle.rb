@@ -11,8 +11,6 @@ module Sluice
       # How late (s) a result may be before a refusal reported earlier, and
       # still current, is taken as the reason: brokers answer well within it.
       REFUSED_GRACE = 0.5
-      # One blocking call's wait (ms).
-      BLOCKING_SLICE = 1_000
 
       def closed? = @closed
 
@@ -100,22 +98,15 @@ module Sluice
         end
       end
 
-      # A blocking call of the handle (GVL released; on a helper thread under
-      # a fiber scheduler), whose result starts with librdkafka's error code.
-      # In slices of BLOCKING_SLICE within max_wait_timeout (they are reads,
-      # asked again): between two, a refusal of the client's credentials or
-      # TLS raises AuthenticationError instead of waiting the rest out.
+      # A blocking read of the handle (GVL released; on a helper thread under
+      # a fiber scheduler), whose result starts with librdkafka's error code:
+      # a refusal of the client's credentials or TLS raises between two asks
+      # (RefusableRead).
       def blocking(action, subject, &block)
         @monitor.instrument("admin.request", admin_id: @id, action: action, subject: subject) do
           deadline = now + (@config.max_wait_timeout / 1000.0)
-          loop do
-            slice = ms_until(deadline).clamp(1, BLOCKING_SLICE)
-            result = native(action, subject) { Blocking.call { block.call(open_client, slice) } }
-            break result unless result.first.negative? # answered by a broker
-
-            failure = @state.refusing_failure
-            raise Errors::AuthenticationError, failure if failure
-            break result unless result.first == TIMED_OUT && now < deadline
+          RefusableRead.call(deadline, @state.method(:refusing_failure)) do |ms|
+            native(action, subject) { Blocking.call { block.call(open_client, ms) } }
           end
         end
       end

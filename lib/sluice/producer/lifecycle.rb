@@ -78,7 +78,7 @@ module Sluice
         @poller.register(state)
         @topic_configs.register(client) { @client = client }
         @state = state
-        @partitioner = Partitioner.new(client, @config.max_wait_timeout)
+        @partitioner = Partitioner.new(client, @config.max_wait_timeout, state.method(:refusing_failure))
         @monitor.instrument("producer.connected", producer_id: @id)
       rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
         @poller.unregister(state) if state

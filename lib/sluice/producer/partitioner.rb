@@ -10,9 +10,11 @@ module Sluice
 
       COUNT_TTL = 30 # seconds
 
-      def initialize(client, timeout_ms)
+      # @param refused [#call] the client's current refusal of its credentials or TLS, or nil
+      def initialize(client, timeout_ms, refused)
         @client = client
         @timeout_ms = timeout_ms
+        @refused = refused
         @counts = {}
       end
 
@@ -25,11 +27,13 @@ module Sluice
 
       # @return [Integer] partitions of topic, from metadata cached for COUNT_TTL
       # @raise [Errors::ProduceError] the metadata request failed
+      # @raise [Errors::AuthenticationError] the brokers refuse the client's credentials or TLS
       def partition_count(topic)
         count, expires_at = @counts[topic]
         return count if count && expires_at > now
 
-        error, count = Blocking.call { @client.partition_count(topic, @timeout_ms) } # a metadata round trip
+        deadline = now + (@timeout_ms / 1000.0) # metadata round trips
+        error, count = RefusableRead.call(deadline, @refused) { |ms| Blocking.call { @client.partition_count(topic, ms) } }
         raise Errors::ProduceError, KafkaError.new(error) unless error.zero?
 
         @counts[topic] = [count, now + COUNT_TTL]

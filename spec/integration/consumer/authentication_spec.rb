@@ -54,6 +54,15 @@ RSpec.describe "Authentication and TLS failures on the consumer", :kafka do
     end
   end
 
+  it "raises it from query_watermark_offsets within 2 s, not after max_wait_timeout, first and later" do
+    consumer = consumer_with(scram(password: "wrong"))
+
+    3.times do
+      error = auth_error_within(2) { consumer.query_watermark_offsets(topic, 0) }
+      expect(error.code).to eq(:authentication)
+    end
+  end
+
   # librdkafka says so again at each failed reconnect (2.14.2); 2.0.2 repeats
   # it once, then stays silent while nothing changes (README, "Known limitations").
   it "raises it from every read while the broker still refuses",

@@ -59,6 +59,15 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
     end
   end
 
+  it "raises it from partition_count within 2 s, not after max_wait_timeout, first and later" do
+    producer = producer_with(scram(password: "wrong"))
+
+    3.times do |i|
+      error = auth_error_within(2) { producer.partition_count("#{topic}-#{i}") } # not cached: a metadata read each
+      expect(error.code).to eq(:authentication)
+    end
+  end
+
   it "raises it from a transaction, whose init_transactions used to wait forever" do
     producer = producer_with(scram(password: "wrong", "transactional.id": "sluice-spec-auth-#{rand(1 << 30)}"))
 

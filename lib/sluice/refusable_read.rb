@@ -1,0 +1,34 @@
+# frozen_string_literal: true
+
+module Sluice
+  # A blocking metadata read (partition counts, watermarks, offsets for a
+  # time, the cluster's topics) asked in slices within the caller's wait, so
+  # that a refusal of the client's credentials or TLS raises
+  # AuthenticationError within about a second instead of the whole wait
+  # ending in a timeout: librdkafka's read cannot be woken, and it reports a
+  # refusal only as a timeout. Reads may be asked again.
+  module RefusableRead
+    SLICE = 1_000 # ms, one ask's wait
+    TIMED_OUT = KafkaError.number_for(:timed_out)
+
+    module_function
+
+    # Yields the ms one ask may wait until the result (an Array whose first
+    # element is librdkafka's error code) is a broker's answer, or the
+    # deadline (a Clock.now value) passed. Between two asks, `refused`
+    # (the client's current refusal, or nil) raises.
+    # @return [Array] the block's last result
+    # @raise [Errors::AuthenticationError]
+    def call(deadline, refused)
+      loop do
+        result = yield(Clock.ms_until(deadline).clamp(1, SLICE))
+        code = result.first
+        return result unless code.negative? # answered by a broker (or no error)
+
+        failure = refused.call
+        raise Errors::AuthenticationError, failure if failure
+        return result unless code == TIMED_OUT && Clock.now < deadline
+      end
+    end
+  end
+end
