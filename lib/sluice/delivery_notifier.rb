@@ -14,6 +14,11 @@ module Sluice
   class DeliveryNotifier
     include Clock
 
+    # How late (s) a report may be before a current refusal of the
+    # producer's credentials or TLS is taken as the reason: a broker that
+    # accepts the producer answers well within it.
+    REFUSED_GRACE = 0.5
+
     attr_reader :max_wait_timeout
 
     def initialize(max_wait_timeout)
@@ -42,9 +47,14 @@ module Sluice
 
     # Blocks until handle is resolved; returns its report.
     # @raise [Errors::WaitTimeoutError] after timeout_ms (the handle stays pending)
+    # @raise [Errors::AuthenticationError] the brokers refuse the producer's
+    #   credentials or TLS, and the report is REFUSED_GRACE s late (the handle
+    #   stays pending: its message fails with the refusal at librdkafka's
+    #   next failed reconnect, up to 10 s later, or is delivered)
     def wait_for(handle, timeout_ms)
       deadline = now + (timeout_ms / 1000.0)
-      return pump_until(handle, deadline, timeout_ms) if @poller&.in_poller_thread?
+      late = now + REFUSED_GRACE
+      return pump_until(handle, deadline, late, timeout_ms) if @poller&.in_poller_thread?
 
       @mutex.synchronize do
         @waiters += 1
@@ -52,7 +62,8 @@ module Sluice
           left = deadline - now
           raise Errors::WaitTimeoutError.new("no delivery report within #{timeout_ms} ms", handle: handle) if left <= 0
 
-          @resolved.wait(@mutex, left)
+          raise_refused if now >= late
+          @resolved.wait(@mutex, now < late ? [late - now, left].min : left)
         end
         handle.report
       ensure
@@ -80,13 +91,22 @@ module Sluice
 
     private
 
-    def pump_until(handle, deadline, timeout_ms)
+    def pump_until(handle, deadline, late, timeout_ms)
       while handle.pending?
         raise Errors::WaitTimeoutError.new("no delivery report within #{timeout_ms} ms", handle: handle) if now >= deadline
 
+        raise_refused if now >= late
         @state.pump
       end
       handle.report
+    end
+
+    # A refusal librdkafka reported before this wait began says so again only
+    # at its next failed reconnect (its backoff grows to 10 s): a report that
+    # is late while the refusal is current is taken as refused.
+    def raise_refused
+      failure = @state&.refusing_failure
+      raise Errors::AuthenticationError, failure if failure
     end
   end
 end

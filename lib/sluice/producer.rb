@@ -131,9 +131,12 @@ module Sluice
     def flush(timeout_ms = nil)
       ensure_open!
       refusals = @state.refusals
-      wait_for_deliveries(timeout_ms).tap do
-        failure = @state.auth_failure if @state.refusals != refusals
-        raise Errors::AuthenticationError, failure if failure
+      deadline = timeout_ms && now + (timeout_ms / 1000.0)
+      late = now + DeliveryNotifier::REFUSED_GRACE
+      loop do
+        done = wait_for_deliveries(flush_slice(deadline, late))
+        raise_refused(refusals, late, done)
+        return done if done || (deadline && now >= deadline)
       end
     end
 
@@ -160,6 +163,22 @@ module Sluice
     def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{@closed ? "closed" : "open"}>"
 
     private
+
+    # rd_kafka_flush cannot be woken: flush waits in slices (REFUSED_GRACE,
+    # then RefusableRead::SLICE), so a refusal reported before it began
+    # (said again only at librdkafka's next failed reconnect, up to 10 s
+    # later) ends it too.
+    def flush_slice(deadline, late)
+      slice = now < late ? ms_until(late) : RefusableRead::SLICE
+      deadline ? [slice, ms_until(deadline)].min : slice
+    end
+
+    # Messages failed with a refusal during the flush, or it is late while one is current.
+    def raise_refused(refusals, late, done)
+      failure = @state.auth_failure if @state.refusals != refusals
+      failure ||= @state.refusing_failure if !done && now >= late
+      raise Errors::AuthenticationError, failure if failure
+    end
 
     def ensure_open!
       return unless @closing

@@ -28,6 +28,13 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
     e
   end
 
+  # Seconds until the block raised AuthenticationError.
+  def seconds_to_refusal(&block)
+    started = monotonic
+    auth_error_within(patience, &block)
+    monotonic - started
+  end
+
   it "raises AuthenticationError from produce_sync with a wrong SCRAM password, with librdkafka's reason" do
     producer = producer_with(scram(password: "wrong"))
 
@@ -57,6 +64,26 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
     handles.each do |handle|
       expect { handle.wait(max_wait_timeout: 0) }.to raise_error(Sluice::Errors::AuthenticationError, /authentication/i)
     end
+  end
+
+  # librdkafka's reconnect backoff grows to reconnect.backoff.max.ms (10 s by
+  # default), and it says so again only at each failed reconnect: without the
+  # refusal already known, later calls waited for it (1.3-5 s, or
+  # WaitTimeoutError and a flush that returned false after 5 s). A backoff of
+  # 5 s from the start (3.75-7.5 s with librdkafka's jitter) puts every call
+  # after the first refusal in that gap.
+  it "raises it within 2 s from produce_sync, flush_sync and flush made between two reconnects" do
+    producer = producer_with(scram(password: "wrong", "reconnect.backoff.ms": 5_000, "reconnect.backoff.max.ms": 10_000))
+    auth_error_within(5) { producer.produce_sync(topic: topic, payload: "first") }
+
+    times = Array.new(2) do |i|
+      [seconds_to_refusal { producer.produce_sync(topic: topic, payload: "later #{i}") },
+       seconds_to_refusal { producer.buffer(topic: topic, payload: "buffered #{i}") && producer.flush_sync },
+       seconds_to_refusal { producer.produce_async(topic: topic, payload: "async #{i}") && producer.flush(patience) }]
+    end
+    shown = times.map { |row| row.map { |t| t.round(2) }.join("/") }.join(", ")
+    RSpec.configuration.reporter.message("    produce_sync/flush_sync/flush refused later: #{shown} s")
+    expect(times.flatten.max).to be < 2
   end
 
   it "raises it from partition_count within 2 s, not after max_wait_timeout, first and later" do
