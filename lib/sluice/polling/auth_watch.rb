@@ -60,6 +60,20 @@ module Sluice
         end
       end
 
+      # The application answered a token refresh with a failure: no broker
+      # can be reached until it sets a token.
+      # @return [KafkaError] the failure, which now keeps every broker down
+      def token_failed(error)
+        @failure = error
+        @seen_at = now
+        @progress_at = @progress.call
+        @all_down = true
+        error
+      end
+
+      # A token was set: a failure of the token no longer explains anything.
+      def token_set = forget
+
       # The failure while it keeps every broker down (all_brokers_down came
       # with it), or nil.
       def refusing = (failure = current) && @all_down ? failure : nil

@@ -152,14 +152,22 @@ module Sluice
 
       # The owner's #oauthbearer_set_token: counted, so that a refresh its
       # listeners left unanswered can be told to librdkafka (see #token_refresh).
+      # A token set ends a refusal that no token caused.
       def oauthbearer_set_token(token, lifetime_ms, principal_name, extensions)
         @token_answers += 1
-        @client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions)
+        @client.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions).tap do |error|
+          @auth_watch.token_set unless error
+        end
       end
 
+      # Without a token librdkafka connects to no broker, and says only that
+      # it has none (no all_brokers_down follows): the application's answer
+      # is itself the refusal, so what waits on the brokers fails with it now.
       def oauthbearer_set_token_failure(reason)
         @token_answers += 1
         @client.oauthbearer_set_token_failure(reason)
+        refuse_pending if @auth_watch.token_failed(KafkaError.new(KafkaError.number_for(:authentication),
+                                                                  "no OAUTHBEARER token: #{reason}"))
       end
 
       # Called by the monitor, on the subscriber's thread, when the first
