@@ -275,7 +275,12 @@ module Sluice
     # The authentication or TLS failure that kept every broker down since the
     # reader last raised one, or nil: raised once per report, so a reader
     # that goes on raises again only while librdkafka still fails.
+    # Without an OAUTHBEARER token (the listener answered a failure) nothing
+    # can be read until one is set: every read raises it.
     def new_auth_failure
+      standing = @state.token_refusal
+      return standing if standing
+
       refusals = @state.refusals
       return if refusals == @refusals_raised
 

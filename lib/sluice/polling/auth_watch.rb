@@ -41,6 +41,7 @@ module Sluice
         @seen_at = 0
         @progress_at = nil # the progress count when the failure was seen
         @all_down = false # all_brokers_down seen while the failure was current
+        @token_refused = false # the failure is the application's answer that it has no token
       end
 
       # @return [KafkaError, nil] the failure, when this error says that it
@@ -68,11 +69,17 @@ module Sluice
         @seen_at = now
         @progress_at = @progress.call
         @all_down = true
+        @token_refused = true
         error
       end
 
       # A token was set: a failure of the token no longer explains anything.
       def token_set = forget
+
+      # The failure while the application's own answer stands that it has no
+      # token (until it sets one), or nil: certain, so a reader raises it at
+      # once on every read, not once per report.
+      def token_refusal = @token_refused ? @failure : nil
 
       # The failure while it keeps every broker down (all_brokers_down came
       # with it), or nil.
@@ -98,6 +105,7 @@ module Sluice
       def forget
         @failure = nil
         @all_down = false
+        @token_refused = false
         nil
       end
     end

@@ -69,6 +69,9 @@ module Sluice
       # The authentication or TLS failure that keeps every broker down now, or nil.
       def refusing_failure = @auth_watch.refusing
 
+      # The failure while the application's answer stands that it has no OAUTHBEARER token, or nil.
+      def token_refusal = @auth_watch.token_refusal
+
       # Drains the queue and dispatches what it found, for at most budget_ms
       # (negative: until empty). Dispatch counts against the budget too: it is
       # where user code runs, and the clock is read after every item it
