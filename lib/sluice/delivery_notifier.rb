@@ -14,11 +14,6 @@ module Sluice
   class DeliveryNotifier
     include Clock
 
-    # How late (s) a report may be before a current refusal of the
-    # producer's credentials or TLS is taken as the reason: a broker that
-    # accepts the producer answers well within it.
-    REFUSED_GRACE = 0.5
-
     attr_reader :max_wait_timeout
 
     def initialize(max_wait_timeout)
@@ -48,12 +43,12 @@ module Sluice
     # Blocks until handle is resolved; returns its report.
     # @raise [Errors::WaitTimeoutError] after timeout_ms (the handle stays pending)
     # @raise [Errors::AuthenticationError] the brokers refuse the producer's
-    #   credentials or TLS, and the report is REFUSED_GRACE s late (the handle
+    #   credentials or TLS, and the report is RefusableRead::GRACE s late (the handle
     #   stays pending: its message fails with the refusal at librdkafka's
     #   next failed reconnect, up to 10 s later, or is delivered)
     def wait_for(handle, timeout_ms)
       deadline = now + (timeout_ms / 1000.0)
-      late = now + REFUSED_GRACE
+      late = now + RefusableRead::GRACE
       return pump_until(handle, deadline, late, timeout_ms) if @poller&.in_poller_thread?
 
       @mutex.synchronize do

@@ -132,7 +132,7 @@ module Sluice
       ensure_open!
       refusals = @state.refusals
       deadline = timeout_ms && now + (timeout_ms / 1000.0)
-      late = now + DeliveryNotifier::REFUSED_GRACE
+      late = now + RefusableRead::GRACE
       loop do
         done = wait_for_deliveries(flush_slice(deadline, late))
         raise_refused(refusals, late, done)
@@ -164,7 +164,7 @@ module Sluice
 
     private
 
-    # rd_kafka_flush cannot be woken: flush waits in slices (REFUSED_GRACE,
+    # rd_kafka_flush cannot be woken: flush waits in slices (RefusableRead::GRACE,
     # then RefusableRead::SLICE), so a refusal reported before it began
     # (said again only at librdkafka's next failed reconnect, up to 10 s
     # later) ends it too.

@@ -9,6 +9,12 @@ module Sluice
   # refusal only as a timeout. Reads may be asked again.
   module RefusableRead
     SLICE = 1_000 # ms, one ask's wait
+    # How late (s) an answer may be before a refusal librdkafka reported
+    # earlier, and still current, is taken as its reason: a broker that
+    # accepts the client answers well within it, and librdkafka says so again
+    # only at its next failed reconnect (its backoff grows to 10 s). Used by
+    # every wait that can be woken (delivery reports, flush, admin results).
+    GRACE = 0.5
     TIMED_OUT = KafkaError.number_for(:timed_out)
 
     module_function

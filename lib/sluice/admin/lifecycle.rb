@@ -8,10 +8,6 @@ module Sluice
     module Lifecycle
       include ClientLifecycle
 
-      # How late (s) a result may be before a refusal reported earlier, and
-      # still current, is taken as the reason: brokers answer well within it.
-      REFUSED_GRACE = 0.5
-
       def closed? = @closed
 
       # Stops polling the client and releases it; calls waiting for a result
@@ -128,10 +124,10 @@ module Sluice
       # Within max_wait_timeout, unless the brokers refuse the client's
       # credentials or TLS: a refusal reported meanwhile raises at once; one
       # reported before (librdkafka says so again only at its next reconnect,
-      # up to 10 s later) raises once a result is REFUSED_GRACE s late.
+      # up to 10 s later) raises once a result is RefusableRead::GRACE s late.
       def wait_for_result(id)
         deadline = now + (@config.max_wait_timeout / 1000.0)
-        late = now + REFUSED_GRACE
+        late = now + RefusableRead::GRACE
         refusals = @requests.refusals
         loop do
           slice = now < late ? late : deadline

@@ -8,7 +8,7 @@
 # listeners.
 RSpec.describe "Authentication and TLS failures on the admin client", :kafka do
   # The first refusal takes librdkafka a connection attempt; a later call is told at once or after
-  # Admin::Lifecycle::REFUSED_GRACE, or after one blocking slice.
+  # Sluice::RefusableRead::GRACE, or after one blocking slice.
   limit = 2
 
   def admin_with(kafka)
