@@ -32,6 +32,7 @@ module Sluice
         result = client.produce_many(messages, partitions, config_id)
         return result unless result == false
 
+        messages.each { |message| client.validate(message) } # all of them before the first lookup (a metadata round trip)
         client.produce_many(messages, messages.map { |message| @partitioner.call(message) }, config_id)
       end
 
