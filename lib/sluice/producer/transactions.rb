@@ -210,7 +210,7 @@ module Sluice
           transactional(:commit_transaction, ms_until(deadline).clamp(1, COMMIT_SLICE), unfinished: :commit)
           @transaction_reloads = 0
           @monitor.instrument("transaction.committed", producer_id: @id)
-        rescue Errors::TransactionError
+        rescue Errors::TransactionError => e
           raise_closed_while_committing if @unfinished && close_waiting?
           retry if @unfinished && now < deadline
           if e.abortable?
