@@ -48,8 +48,6 @@ module Sluice
     }.freeze
     private_constant :RESOURCE_TOPIC, :RESOURCE_BROKER, :DYNAMIC_SOURCE, :TIMED_OUT, :SETTLE_BACKOFF, :INCREMENTAL, :ERRORS
 
-    attr_reader :id, :config, :monitor
-
     # @yieldparam config [Admin::Config]
     # @raise [Errors::ConfigurationInvalidError]
     def initialize(&)
@@ -151,7 +149,7 @@ module Sluice
       check_partitions!(:offsets_for_time, topic, found).to_h { |_, partition, offset| [partition, offset] }
     end
 
-    def inspect = "#<#{self.class.name} #{@id.inspect}#{" closed" if @closed}>"
+    def inspect = "#<#{self.class.name} #{@id.inspect}#{" closed" if closed?}>"
 
     private
 

@@ -18,11 +18,11 @@ module Sluice
   # At least once: each_message stores a message's offset after its block
   # returned, each_batch a batch's; librdkafka commits stored offsets in the
   # background and close commits them. One reader (thread or fiber) at a time.
+  # Where a fetched message is until then, and why none is skipped: the
+  # hand-off invariant at the top of Consumer::Inbox.
   class Consumer
     include Clock
     include Lifecycle
-
-    attr_reader :id, :config, :monitor
 
     # @yieldparam config [Consumer::Config]
     # @raise [Errors::ConfigurationInvalidError] (also for a producer property,
@@ -216,27 +216,7 @@ module Sluice
     # batch. Safe from any thread, fiber or signal handler.
     def stop = @inbox.stop
 
-    # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this
-    # consumer).
-    def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
-      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
-
-      error = @token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
-      raise KafkaError.new(*error) if error
-    end
-
-    # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
-    # reports it and asks again later.
-    def oauthbearer_set_token_failure(reason)
-      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
-
-      @token_state.oauthbearer_set_token_failure(reason.to_s)
-      nil
-    end
-
-    def closed? = @closed
-
-    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{@closed ? "closed" : "open"}>"
+    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{closed? ? "closed" : "open"}>"
 
     # @api private — the native handle (Producer#transaction_mark_as_consumed)
     def native = open_client
@@ -251,25 +231,6 @@ module Sluice
       @inbox.lease if @inbox.reading { @inbox.take(timeout_ms) }
     ensure
       after_reading
-    end
-
-    def connect
-      client = Native::Consumer.new(@config.kafka_pairs)
-      state = Polling::PolledClient.new(kind: :consumer, client_id: @id, client: client, monitor: @monitor, notifier: NO_WAITERS,
-                                        logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                        periodic_poll_interval: @config.polling.fd.periodic_poll_interval, bearer: self)
-      @token_state = state # before register: the first token refresh may be answered inside it
-      @poller.register(state)
-      @client = client
-      @state = state
-      @refusals_raised = 0
-      @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2, seek_timeout_ms: @config.max_wait_timeout,
-                         rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), instrument: method(:instrument)),
-                         instrument: method(:instrument), refused: method(:new_auth_failure))
-    rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
-      @poller.unregister(state) if state
-      client&.destroy
-      raise
     end
 
     # The authentication or TLS failure that kept every broker down since the
@@ -291,7 +252,7 @@ module Sluice
     # The native handle, for a call. A forked child's copy raises
     # ForkedProcessError here, before any of the parent's state (a reader) is looked at.
     def open_client
-      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
+      raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if closed?
       raise Errors::ForkedProcessError, "consumer #{@id} was created in another process; a forked child must create its own" if @client.forked?
 
       @client

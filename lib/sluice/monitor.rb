@@ -37,11 +37,14 @@ module Sluice
       consumer.partitions_revoked
       consumer.offsets_committed
       consumer.partition_eof
+      consumer.connected
+      consumer.closing
       consumer.closed
       poller.consumer_registered
       poller.consumer_unregistered
       admin.connected
       admin.request
+      admin.closing
       admin.closed
       poller.admin_registered
       poller.admin_unregistered

@@ -28,7 +28,7 @@ module Sluice
     NO_PARTITION = -1
     NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
 
-    attr_reader :id, :config, :monitor, :middleware
+    attr_reader :middleware
 
     # @yieldparam config [Config]
     # @raise [Errors::ConfigurationInvalidError]
@@ -140,27 +140,12 @@ module Sluice
       end
     end
 
-    # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this
-    # producer). Works inside Producer.new too, where the first refresh may
-    # be served.
-    def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
-      error = @token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
-      raise KafkaError.new(*error) if error
-    end
-
-    # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
-    # reports it and asks again later.
-    def oauthbearer_set_token_failure(reason)
-      @token_state.oauthbearer_set_token_failure(reason.to_s)
-      nil
-    end
-
     # Messages not yet confirmed by a delivery report.
     def outstanding = @client.inflight_count
 
     def idempotent? = transactional? || @config.kafka_setting("enable.idempotence") == "true"
 
-    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{@closed ? "closed" : "open"}>"
+    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{closed? ? "closed" : "open"}>"
 
     private
 
@@ -181,7 +166,7 @@ module Sluice
     end
 
     def ensure_open!
-      return unless @closing
+      return unless closing_or_closed?
       return if own_open_transaction? # the transaction close is waiting for may finish
       return if @final_flush.equal?(Fiber.current) # close sending what was buffered
 

@@ -15,8 +15,9 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
       "producer.connected", "producer.closing", "producer.closed", "producer.reload", "producer.reloaded",
       "poller.producer_registered", "poller.producer_unregistered",
       "consumer.partitions_assigned", "consumer.partitions_revoked", "consumer.offsets_committed",
-      "consumer.partition_eof", "consumer.closed", "poller.consumer_registered", "poller.consumer_unregistered",
-      "admin.connected", "admin.request", "admin.closed", "poller.admin_registered", "poller.admin_unregistered",
+      "consumer.partition_eof", "consumer.connected", "consumer.closing", "consumer.closed",
+      "poller.consumer_registered", "poller.consumer_unregistered",
+      "admin.connected", "admin.request", "admin.closing", "admin.closed", "poller.admin_registered", "poller.admin_unregistered",
       "connection_pool.created", "connection_pool.setup", "connection_pool.reload", "connection_pool.reloaded", "connection_pool.shutdown"
     )
   end

@@ -38,6 +38,13 @@ module Sluice
     #    #give_back), or its partition was revoked (the next owner starts at
     #    the committed offset).
     #
+    # Only a done message's offset is stored (#processed, #store_processed,
+    # or the application's own Consumer#store_offset after poll), and only
+    # stored offsets are committed: the committed offset never passes a
+    # message that is buffered, lent or rewound. librdkafka's position runs
+    # ahead of what the application has seen; the committed offset never
+    # does. That is the consumer's at-least-once.
+    #
     # An interrupt (Timeout, Thread#raise, Thread#kill) may land wherever Ruby
     # checks for one: on every return from a Ruby method and every loop. So
     # each move between two places is made where none lands: a drain with

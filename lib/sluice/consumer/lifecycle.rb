@@ -2,9 +2,9 @@
 
 module Sluice
   class Consumer
-    # Closing a consumer: from its reader, from another thread or fiber while
-    # it reads or waits, from a listener on the polling thread, a signal
-    # handler or at exit.
+    # A consumer's hooks in the client lifecycle (ClientLifecycle), and its
+    # close: from its reader, from another thread or fiber while it reads or
+    # waits, from a listener on the polling thread, a signal handler or at exit.
     module Lifecycle
       include ClientLifecycle
 
@@ -30,7 +30,7 @@ module Sluice
           raise ArgumentError,
                 "close's timeout is a positive number of milliseconds, got #{timeout.inspect}"
         end
-        return if @closed
+        return if closed?
         return forget_inherited if @client.forked?
         return close_from_trap(timeout) if Blocking.trap_context?
 
@@ -40,10 +40,23 @@ module Sluice
         close_now(timeout)
       end
 
-      # @api private — Shutdown's at_exit hook.
-      def close_at_exit = close
-
       private
+
+      def kind = :consumer
+
+      def native_class = Native::Consumer
+
+      def closed_error = Errors::ConsumerClosedError
+
+      def connected(client, state)
+        super
+        @refusals_raised = 0
+        @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2, seek_timeout_ms: @config.max_wait_timeout,
+                           rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), instrument: method(:instrument)),
+                           instrument: method(:instrument), refused: method(:new_auth_failure))
+      end
+
+      def detach = @inbox.shut
 
       # Inside the reader's own block (it returns after this message), or on a
       # polling thread, which must not wait for a reader that may wait for it.
@@ -64,13 +77,7 @@ module Sluice
       end
 
       def close_now(timeout)
-        @lifecycle.synchronize do
-          return if @closed
-
-          shut_down(timeout)
-          Shutdown.untrack(self)
-        end
-        instrument("consumer.closed")
+        close_under_lock { shut_down(timeout) }
         nil
       end
 
@@ -78,7 +85,7 @@ module Sluice
       # are the parent's (no reader of the parent runs here, so nothing is
       # waited for). The child only stops using its copy.
       def forget_inherited
-        @closed = true
+        @status = :closed
         Shutdown.untrack(self)
         instrument("consumer.closed")
         nil
@@ -87,12 +94,7 @@ module Sluice
       def shut_down(timeout)
         deadline = now + (timeout / 1000.0)
         leave_group(deadline) if quiet?(timeout)
-        Thread.handle_interrupt(Object => :never) do
-          @inbox.shut
-          @poller.unregister(@state)
-          Blocking.call(interruptible: false) { @client.destroy([ms_until(deadline), DESTROY_GRACE].max) }
-        end
-        @closed = true
+        disconnect(@state, @client, [ms_until(deadline), DESTROY_GRACE].max)
       end
 
       # Other threads' calls are refused from here on; those already inside

@@ -2,22 +2,12 @@
 
 module Sluice
   class Producer
-    # The native client's life inside a Producer: connect, close (from any
-    # thread, fiber, callback, signal handler or at exit), and reload after a
-    # fatal error. One client at a time: a reload destroys the old one before
-    # it builds the new one.
+    # A producer's hooks in the client lifecycle (ClientLifecycle), its close
+    # (from any thread, fiber, callback, signal handler or at exit), and
+    # reload after a fatal error. One client at a time: a reload destroys the
+    # old one before it builds the new one.
     module Lifecycle
       include ClientLifecycle
-
-      def closed? = @closed
-
-      # :initial (no client yet), :connected, :closing (close under way) or :closed.
-      def status
-        return :closed if @closed
-        return :closing if @closing
-
-        @client ? :connected : :initial
-      end
 
       # Sends what is buffered, waits for the outstanding delivery reports, stops polling and
       # releases the native handle. Idempotent; safe from any thread, fiber, a
@@ -31,7 +21,7 @@ module Sluice
       # @raise [Errors::ProducerTransactionalCloseAttemptError] inside this
       #   producer's own transaction block
       def close(timeout: @config.max_wait_timeout)
-        return if @closed
+        return if closed?
         return close_from_trap(timeout) if Blocking.trap_context?
 
         if own_transaction?
@@ -62,39 +52,35 @@ module Sluice
       private
 
       def init_lifecycle
-        @closing = false
         @dropped = 0
       end
 
-      # Builds the native client and registers it with the poller.
-      def connect
-        client = Native::Producer.new(@config.kafka_pairs)
+      def kind = :producer
+
+      def native_class = Native::Producer
+
+      def closed_error = Errors::ProducerClosedError
+
+      def polled_options = { notifier: @notifier }
+
+      def attach(client, state)
         client.handles(DeliveryHandle, @notifier)
-        state = Polling::PolledClient.new(kind: :producer, client_id: @id, client: client, monitor: @monitor, notifier: @notifier,
-                                          logger: @config.logger, max_time: @config.polling.fd.max_time,
-                                          periodic_poll_interval: @config.polling.fd.periodic_poll_interval, bearer: self)
-        @token_state = state # before register: the first token refresh may be answered inside it
         @notifier.attach(@poller, state)
-        @poller.register(state)
+      end
+
+      def connected(client, state)
         @topic_configs.register(client) { @client = client }
         @state = state
         @partitioner = Partitioner.new(client, @config.max_wait_timeout, state.method(:refusing_failure))
-        @monitor.instrument("producer.connected", producer_id: @id)
-      rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
-        @poller.unregister(state) if state
-        client&.destroy
-        raise
       end
 
-      # Stops polling the client and destroys it; handles that never got a
-      # report resolve with `error` (a purge, or the fatal error of a reload).
-      # Runs to the end whatever interrupt arrives meanwhile.
+      # Handles that never got a report resolve with `error` (a purge, or the
+      # fatal error of a reload).
+      # @return [Integer] how many
       def disconnect(error = nil)
         state = @state
         client = @client
-        Thread.handle_interrupt(Object => :never) do
-          @poller.unregister(state)
-          Blocking.call(interruptible: false) { client.destroy }
+        super(state, client) do
           orphans = client.take_inflight
           orphans.each { |handle| state.orphaned(handle, error) }
           @notifier.notify
@@ -108,15 +94,7 @@ module Sluice
         # for this very thread, and finishes as soon as the callback returns.
         return if @lifecycle.locked? && @poller.in_poller_thread?
 
-        @lifecycle.synchronize do
-          return if @closed
-
-          @closing = true
-          @monitor.instrument("producer.closing", producer_id: @id)
-          @client.forked? ? (@closed = true) : shut_down(timeout, interrupted)
-          Shutdown.untrack(self)
-        end
-        @monitor.instrument("producer.closed", producer_id: @id)
+        close_under_lock { shut_down(timeout, interrupted) unless @client.forked? }
         nil
       end
 
@@ -140,7 +118,6 @@ module Sluice
         end
         orphans = disconnect
         @dropped = @state.purged - purged_before + orphans + unsent
-        @closed = true
       end
 
       # rd_kafka_flush only waits (the poller serves the queue meanwhile); on the
@@ -169,7 +146,7 @@ module Sluice
       # A produce met a destroyed client: was it replaced by a reload (then the
       # caller tries again with the new one) or is the producer really closed?
       def client_replaced?(client, error)
-        return false if @closing || error.is_a?(Errors::ForkedProcessError)
+        return false if closing_or_closed? || error.is_a?(Errors::ForkedProcessError)
 
         @lifecycle.synchronize {} unless @lifecycle.owned? || @poller.in_poller_thread? # a reload under way
         !client.equal?(@client)
@@ -198,7 +175,7 @@ module Sluice
         return if @lifecycle.owned? # inside close (its final flush's transaction): no new client now
 
         @lifecycle.synchronize do
-          return if @closing || !@client.fatal_error
+          return if closing_or_closed? || !@client.fatal_error
 
           previous = reconfigure(error, attempt)
           disconnect(error)
@@ -213,7 +190,7 @@ module Sluice
             previous = nil
             retry
           rescue StandardError
-            @closing = @closed = true # no client left: the producer cannot go on
+            @status = :closed # no client left: the producer cannot go on
             Shutdown.untrack(self)
             raise
           end

@@ -225,7 +225,7 @@ module Sluice
 
       # A close runs on another thread (or a signal handler's), and waits for
       # this one's transactional call.
-      def close_waiting? = @closing && !@lifecycle.owned?
+      def close_waiting? = closing_or_closed? && !@lifecycle.owned?
 
       def raise_closed_while_committing
         raise Errors::ProducerClosedError,
