@@ -14,9 +14,11 @@ Gem::Specification.new do |spec|
   spec.required_ruby_version = ">= 3.1"
   spec.requirements = ["a C compiler and make; the headers of OpenSSL, zlib and zstd (the bundled librdkafka's build)",
                        "or librdkafka >= 2.0 with its headers through pkg-config, with SLUICE_USE_SYSTEM_LIBRDKAFKA=1"]
-  # What users get: the Ruby API and the C sources it is built from at install
-  # time, never specs, build outputs or a compiled extension.
-  spec.files = Dir["lib/**/*.rb", "ext/**/*.{c,h,rb,patch}", "README.md", "LICENSE", "CHANGELOG.md"]
+  # What users get: the Ruby API, the `sluice` command and the C sources it is
+  # built from at install time, never specs, build outputs or a compiled extension.
+  spec.files = Dir["lib/**/*.rb", "exe/sluice", "ext/**/*.{c,h,rb,patch}", "README.md", "LICENSE", "CHANGELOG.md"]
+  spec.bindir = "exe"
+  spec.executables = ["sluice"]
   spec.extensions = ["ext/sluice/extconf.rb"]
   spec.require_paths = ["lib"]
   # Builds the pinned librdkafka at install time (ext/sluice/librdkafka_recipe.rb).

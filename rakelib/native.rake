@@ -64,7 +64,7 @@ module SluiceNativeGem
     output.scan(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/).flatten
   end
 
-  # The platform gem: the Ruby code, README, LICENSE, CHANGELOG and the
+  # The platform gem: the Ruby code, the sluice command, README, LICENSE, CHANGELOG and the
   # extension under lib/sluice/<ruby minor>/ (where lib/sluice.rb looks first,
   # so one gem can carry a build per Ruby version); no C sources, no
   # extconf.rb, no mini_portile2 dependency.
@@ -75,7 +75,8 @@ module SluiceNativeGem
     FileUtils.rm_rf(stage)
     spec.files.each do |file|
       FileUtils.mkdir_p(File.join(stage, File.dirname(file)))
-      FileUtils.cp(file == binary ? extension : File.join(ROOT, file), File.join(stage, file))
+      # preserve: exe/sluice keeps its executable bit in the package
+      FileUtils.cp(file == binary ? extension : File.join(ROOT, file), File.join(stage, file), preserve: true)
     end
     FileUtils.mkdir_p(File.join(ROOT, "pkg"))
     path = File.join(ROOT, "pkg", spec.file_name)

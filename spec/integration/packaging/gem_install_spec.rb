@@ -33,12 +33,12 @@ RSpec.describe "The source gem", :kafka, timeout: 300,
 
   after(:context) { FileUtils.rm_rf(@dir) if @dir }
 
-  it "holds lib/, ext/ (with the librdkafka patches), README, LICENSE and CHANGELOG, and no specs, build outputs or temporary files" do
+  it "holds lib/, exe/sluice, ext/ (with the librdkafka patches), README, LICENSE and CHANGELOG, and no specs, build outputs or temporary files" do
     patches = Dir[File.join(Packaging::ROOT, "ext/sluice/patches/librdkafka/*.patch")].map { |path| path.delete_prefix("#{Packaging::ROOT}/") }
     expect(patches).not_to be_empty
-    expect(@files).to include("lib/sluice.rb", "ext/sluice/extconf.rb", "ext/sluice/selector.c", "README.md", "LICENSE",
-                              "CHANGELOG.md", *patches)
-    expect(@files).to all(match(%r{\A(lib/|ext/sluice/)|\A(README\.md|LICENSE|CHANGELOG\.md)\z}))
+    expect(@files).to include("lib/sluice.rb", "lib/sluice/cli.rb", "exe/sluice", "ext/sluice/extconf.rb", "ext/sluice/selector.c",
+                              "README.md", "LICENSE", "CHANGELOG.md", *patches)
+    expect(@files).to all(match(%r{\A(lib/|ext/sluice/)|\A(exe/sluice|README\.md|LICENSE|CHANGELOG\.md)\z}))
     expect(@files.grep(/\.(so|bundle|o)\z|Makefile|mkmf\.log|\Aspec|\Atmp/)).to eq([])
   end
 

@@ -43,7 +43,8 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 600,
   it "holds the extension for this Ruby and platform, no C sources, and depends on nothing" do
     ruby = RUBY_VERSION[/\A\d+\.\d+/]
     expect(@spec.platform.to_s).to eq(Gem::Platform.local.to_s)
-    expect(@spec.files).to include("lib/sluice.rb", "lib/sluice/#{ruby}/sluice_ext.so", "README.md")
+    expect(@spec.files).to include("lib/sluice.rb", "lib/sluice/#{ruby}/sluice_ext.so", "exe/sluice", "README.md")
+    expect(@spec.executables).to eq(["sluice"])
     expect(@spec.files.grep(%r{\Aext/})).to eq([])
     expect(@spec.extensions).to eq([])
     expect(@spec.dependencies).to eq([])

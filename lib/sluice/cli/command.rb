@@ -1,0 +1,105 @@
+# frozen_string_literal: true
+
+module Sluice
+  module CLI
+    # One subcommand: its options (OptionParser, the common ones included),
+    # its arguments, and the exit code its outcome maps to. A subclass sets
+    # SUMMARY and ARGUMENTS, adds its options in #define and does its work
+    # in #run, returning an exit code (nil: 0).
+    class Command
+      FAILED = 1
+      USAGE = 2
+      PIPE_CLOSED = 141 # 128 + SIGPIPE: the reader of stdout went away (sluice tail | head)
+      ARGUMENTS = ""
+      # What a timed-out or unreachable call most often means from a shell.
+      UNREACHABLE = %i[timed_out request_timed_out all_brokers_down transport resolve].freeze
+
+      attr_reader :options
+
+      def initialize(name, streams, env)
+        @name = name
+        @io = streams
+        @options = Options.new(env)
+      end
+
+      # Parses argv and runs the command.
+      # @return [Integer] the exit code
+      def call(argv)
+        outcome = run(*arguments(parser.parse(argv)))
+        outcome.is_a?(Integer) ? outcome : 0
+      rescue UsageError, OptionParser::ParseError => e
+        usage_error(e.message)
+      rescue Errors::ConfigurationInvalidError => e # a -X property librdkafka does not take
+        warn_line("sluice #{@name}: invalid setting: #{e.message}")
+        USAGE
+      rescue Errors::BaseError => e
+        failed(e)
+      rescue Errno::EPIPE
+        PIPE_CLOSED
+      rescue SignalException => e # Ctrl-C (Interrupt) or SIGTERM: the clients were closed on the way out
+        128 + e.signo
+      end
+
+      def help = parser.help
+
+      private
+
+      def parser
+        @parser ||= OptionParser.new do |parser|
+          parser.banner = "usage: sluice #{@name} #{self.class::ARGUMENTS}".rstrip
+          parser.separator(self.class::SUMMARY)
+          define(parser)
+          @options.define(parser)
+        end
+      end
+
+      def define(_parser) = nil
+
+      # The positional arguments run takes, as many as ARGUMENTS names (a [NAME] is optional).
+      def arguments(args)
+        names = self.class::ARGUMENTS.split
+        required = names.count { |name| !name.start_with?("[") }
+        raise UsageError, "missing #{names[args.size..required - 1].join(" ")}" if args.size < required
+        raise UsageError, "unexpected argument #{args[names.size].inspect}" if args.size > names.size
+
+        args
+      end
+
+      def usage_error(message)
+        warn_line("sluice #{@name}: #{message}")
+        warn_line(help)
+        USAGE
+      end
+
+      def failed(error)
+        hint = " (are the brokers at #{@options.brokers} reachable?)" if error.respond_to?(:code) && UNREACHABLE.include?(error.code)
+        warn_line("sluice #{@name}: #{error.class.name}: #{error.message}#{hint}")
+        FAILED
+      end
+
+      def out(line) = @io.stdout.puts(line)
+
+      def warn_line(line) = @io.stderr.puts(line)
+
+      def logger = @logger ||= @options.logger(@io.stderr)
+
+      def with_admin
+        admin = Admin.new do |config|
+          config.kafka = @options.kafka
+          config.max_wait_timeout = @options.timeout_ms
+          config.logger = logger
+        end
+        yield admin
+      ensure
+        admin&.close
+      end
+
+      def positive_integer(value, flag)
+        number = Integer(value, exception: false)
+        raise UsageError, "#{flag} takes a positive integer, got #{value.inspect}" unless number&.positive?
+
+        number
+      end
+    end
+  end
+end

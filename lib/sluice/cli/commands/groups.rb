@@ -1,0 +1,14 @@
+# frozen_string_literal: true
+
+module Sluice
+  module CLI
+    module Commands
+      # sluice groups: the consumer groups' ids, one a line (kafka-consumer-groups.sh --list).
+      class Groups < Command
+        SUMMARY = "list the consumer groups"
+
+        def run = with_admin { |admin| admin.groups.each { |group| out(group) } }
+      end
+    end
+  end
+end

@@ -1,0 +1,66 @@
+# frozen_string_literal: true
+
+module Sluice
+  module CLI
+    # What every command takes: the brokers (-b, or KAFKA_BROKERS), librdkafka
+    # properties (-X, kcat's), how long a call may take and how much
+    # librdkafka may say on stderr.
+    class Options
+      DEFAULT_TIMEOUT = 10 # s
+
+      attr_reader :timeout
+
+      def initialize(env)
+        @env = env
+        @brokers = nil
+        @properties = {}
+        @timeout = DEFAULT_TIMEOUT
+        @log_level = Logger::WARN
+      end
+
+      def define(parser)
+        parser.separator("")
+        parser.separator("common options:")
+        parser.on("-b", "--brokers BROKERS", "bootstrap brokers, HOST:PORT[,...] (default: $KAFKA_BROKERS)") { |value| @brokers = value }
+        parser.on("-X", "--property KEY=VALUE", "a librdkafka property (repeatable)") { |pair| property(pair) }
+        parser.on("--timeout SECONDS", Float, "how long one call to the brokers may take (default #{DEFAULT_TIMEOUT})") { |value| timeout!(value) }
+        parser.on("-q", "--quiet", "no librdkafka log lines on stderr") { @log_level = nil }
+        parser.on("-v", "--verbose", "librdkafka's informational log lines too") { @log_level = Logger::INFO }
+      end
+
+      # librdkafka properties: -X pairs, with the brokers.
+      # @raise [UsageError] no broker given
+      def kafka = @properties.merge("bootstrap.servers" => brokers)
+
+      def timeout_ms = (@timeout * 1000).round
+
+      def brokers
+        found = @brokers || @properties["bootstrap.servers"] || @env["KAFKA_BROKERS"]
+        raise UsageError, "no brokers: give -b HOST:PORT or set KAFKA_BROKERS" if found.nil? || found.strip.empty?
+
+        found
+      end
+
+      def logger(stderr)
+        return Logger.new(nil) unless @log_level
+
+        Logger.new(stderr, level: @log_level, formatter: ->(_, _, _, message) { "sluice: librdkafka: #{message}\n" })
+      end
+
+      private
+
+      def property(pair)
+        name, value = pair.split("=", 2)
+        raise UsageError, "-X takes KEY=VALUE, got #{pair.inspect}" if value.nil? || name.empty?
+
+        @properties[name] = value
+      end
+
+      def timeout!(value)
+        raise UsageError, "--timeout takes a positive number of seconds, got #{value}" unless value.positive? && value.finite?
+
+        @timeout = value
+      end
+    end
+  end
+end

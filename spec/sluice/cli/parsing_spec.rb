@@ -1,0 +1,147 @@
+# frozen_string_literal: true
+
+require "stringio"
+require "sluice/cli"
+
+# The command line's parsing, without a broker: what each flag becomes, and
+# the exit code and message of what cannot run.
+RSpec.describe Sluice::CLI do
+  def run_cli(*argv, env: {}, stdin: "")
+    streams = Sluice::CLI::IOs.new(StringIO.new(stdin), StringIO.new, StringIO.new)
+    code = described_class.start(argv, streams: streams, env: env)
+    [code, streams.stdout.string, streams.stderr.string]
+  end
+
+  describe ".start" do
+    it "exits 2 with the usage on stderr for an unknown command or none" do
+      code, out, err = run_cli("nope")
+      expect([code, out]).to eq([2, ""])
+      expect(err).to include('unknown command "nope"', "usage: sluice COMMAND", *described_class::COMMANDS.keys)
+      expect(run_cli.first).to eq(2)
+    end
+
+    it "prints the usage, a command's help and the version on stdout with exit 0" do
+      expect(run_cli("help")[0..1]).to eq([0, "#{described_class.usage}\n"])
+      expect(run_cli("help", "produce")[1]).to include("usage: sluice produce TOPIC", "--json", "-K, --key-delimiter DELIM")
+      expect(run_cli("--version")[1]).to eq("sluice #{Sluice::VERSION} (librdkafka #{Sluice.librdkafka_version})\n")
+      expect(run_cli("help", "nope").first).to eq(2)
+    end
+
+    it "exits 2 with the command's usage for an unknown flag, a missing or an extra argument" do
+      code, _, err = run_cli("describe", "--nope")
+      expect(code).to eq(2)
+      expect(err).to include("invalid option: --nope", "usage: sluice describe TOPIC")
+      expect(run_cli("describe")[2]).to include("missing TOPIC")
+      expect(run_cli("reset", "g")[2]).to include("missing TOPIC")
+      expect(run_cli("describe", "a", "b")[2]).to include('unexpected argument "b"')
+      expect(run_cli("lag", "g", "t", "x")[2]).to include('unexpected argument "x"')
+    end
+
+    it "exits 2 when no broker is given, before connecting anywhere" do
+      code, _, err = run_cli("topics")
+      expect(code).to eq(2)
+      expect(err).to include("no brokers: give -b HOST:PORT or set KAFKA_BROKERS")
+    end
+
+    it "exits 2 for values a flag does not take" do
+      [%w[tail t -o sideways], %w[tail t -c 0], %w[tail t -f xml -b x:1], %w[tail t -G g -o 5 -b x:1], %w[tail t -G g -p 1 -b x:1],
+       %w[create t --partitions none], %w[produce t -K : --json -b x:1], %w[produce t -H novalue], %w[produce t -p -1],
+       %w[reset g t --to yesterday], %w[reset g t -b x:1], %w[bench t --messages 0], %w[topics -X nonsense], %w[topics --timeout -1]].each do |argv|
+        expect(run_cli(*argv).first).to eq(2), "sluice #{argv.join(" ")}"
+      end
+    end
+  end
+
+  describe Sluice::CLI::Options do
+    def parsed(*argv, env: {})
+      options = described_class.new(env)
+      OptionParser.new { |parser| options.define(parser) }.parse(argv)
+      options
+    end
+
+    it "takes the brokers from -b, then -X bootstrap.servers, then KAFKA_BROKERS" do
+      env = { "KAFKA_BROKERS" => "env:9092" }
+      expect(parsed("-b", "flag:9092", env: env).brokers).to eq("flag:9092")
+      expect(parsed("-X", "bootstrap.servers=x:9092", env: env).brokers).to eq("x:9092")
+      expect(parsed(env: env).brokers).to eq("env:9092")
+      expect { parsed(env: { "KAFKA_BROKERS" => " " }).brokers }.to raise_error(Sluice::CLI::UsageError, /no brokers/)
+    end
+
+    it "passes -X pairs to librdkafka, a value with = kept whole, and the timeout in ms" do
+      options = parsed("-b", "h:1", "-X", "client.id=ops", "-X", "sasl.password=a=b", "--timeout", "2.5")
+      expect(options.kafka).to eq("client.id" => "ops", "sasl.password" => "a=b", "bootstrap.servers" => "h:1")
+      expect(options.timeout_ms).to eq(2_500)
+    end
+
+    it "logs librdkafka's lines on stderr, none with -q" do
+      stderr = StringIO.new
+      parsed.logger(stderr).warn("hello")
+      parsed("-q").logger(stderr).warn("unseen")
+      expect(stderr.string).to eq("sluice: librdkafka: hello\n")
+    end
+  end
+
+  describe Sluice::CLI::StartOffset do
+    it "maps kcat's -o to librdkafka's offsets" do
+      expect(%w[beginning end stored 42 -5].map { |text| described_class.parse(text).offsets([0, 1], nil, "t") })
+        .to eq([{ 0 => -2, 1 => -2 }, { 0 => -1, 1 => -1 }, { 0 => -1000, 1 => -1000 }, { 0 => 42, 1 => 42 }, { 0 => -2005, 1 => -2005 }])
+    end
+
+    it "reads s@TIME as a time, and tells the group's auto.offset.reset where -o has one" do
+      expect(described_class.parse("s@1700000000000").value).to eq(Time.at(1_700_000_000))
+      expect(%w[beginning end stored 5].map { |text| described_class.parse(text).auto_offset_reset }).to eq(["earliest", "latest", "latest", nil])
+      expect { described_class.parse("5x") }.to raise_error(Sluice::CLI::UsageError, /-o takes/)
+    end
+  end
+
+  describe Sluice::CLI::TimeArgument do
+    it "reads ISO 8601 and milliseconds since the epoch" do
+      expect(described_class.parse("2024-01-01T00:00:04Z", "--to")).to eq(Time.utc(2024, 1, 1, 0, 0, 4))
+      expect(described_class.parse("1704067204500", "--to")).to eq(Time.utc(2024, 1, 1, 0, 0, 4.5r))
+      expect { described_class.parse("tuesday", "--to") }.to raise_error(Sluice::CLI::UsageError, /--to takes an ISO 8601 time/)
+    end
+  end
+
+  describe Sluice::CLI::InputLine do
+    it "makes a line the value, or splits the key off at the first -K delimiter" do
+      expect(described_class.new(topic: "t").message("a:b\n")).to eq(topic: "t", payload: "a:b")
+      keyed = described_class.new(topic: "t", key_delimiter: ":", headers: { "h" => "1" }, partition: 2)
+      expect(keyed.message("k:v:w\n")).to eq(topic: "t", key: "k", payload: "v:w", headers: { "h" => "1" }, partition: 2)
+      expect(keyed.message("no delimiter")).to eq(topic: "t", payload: "no delimiter", headers: { "h" => "1" }, partition: 2)
+    end
+
+    it "reads --json objects: key, value (null: a tombstone), headers merged over -H, partition" do
+      json = described_class.new(topic: "t", json: true, headers: { "a" => "1", "b" => "2" })
+      expect(json.message(%({"key":"k","value":"v","headers":{"b":"3"},"partition":1})))
+        .to eq(topic: "t", key: "k", payload: "v", headers: { "a" => "1", "b" => "3" }, partition: 1)
+      expect(json.message(%({"key":"k","value":null}))).to eq(topic: "t", key: "k", payload: nil, headers: { "a" => "1", "b" => "2" })
+      expect(json.message(%({"value":12}))[:payload]).to eq("12")
+    end
+
+    it "refuses a --json line that is not a message" do
+      json = described_class.new(topic: "t", json: true)
+      ['{"value":', "[1]", '{"valeu":"x"}', '{"value":{"a":1}}', '{"partition":-1}', '{"headers":{"a":1}}'].each do |line|
+        expect { json.message(line) }.to raise_error(ArgumentError), line
+      end
+    end
+  end
+
+  describe Sluice::CLI::MessageFormat do
+    let(:message) { Sluice::Message.new("t", 1, 7, "k", "v\xFF".b, 1_700_000_000_123, %w[h x h y]) }
+
+    it "prints the value, or key DELIM value" do
+      expect(described_class.new("value", nil).line(message)).to eq("v\xFF".b)
+      expect(described_class.new("value", "|").line(Sluice::Message.new("t", 0, 0, "k", "v", 0, nil))).to eq("k|v")
+    end
+
+    it "prints JSON with every field, bytes that are not UTF-8 as base64" do
+      expect(JSON.parse(described_class.new("json", nil).line(message)))
+        .to eq("topic" => "t", "partition" => 1, "offset" => 7, "timestamp" => 1_700_000_000_123, "key" => "k",
+               "headers" => { "h" => %w[x y] }, "value_base64" => ["v\xFF".b].pack("m0"))
+    end
+
+    it "refuses a format it does not have" do
+      expect { described_class.new("xml", nil) }.to raise_error(Sluice::CLI::UsageError, /value or json/)
+    end
+  end
+end
