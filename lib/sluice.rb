@@ -22,6 +22,10 @@ require_relative "sluice/message"
 require_relative "sluice/middleware"
 require_relative "sluice/instrumentation/statistics_decorator"
 require_relative "sluice/instrumentation/logger_listener"
+require_relative "sluice/instrumentation/metrics"
+require_relative "sluice/instrumentation/metrics_listener"
+require_relative "sluice/instrumentation/prometheus_listener" # requires prometheus-client-mmap only when built
+require_relative "sluice/instrumentation/statsd_listener" # requires statsd-ruby only when built
 require_relative "sluice/delivery_report"
 require_relative "sluice/delivery_handle"
 require_relative "sluice/delivery_notifier"

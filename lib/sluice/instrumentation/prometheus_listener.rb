@@ -1,0 +1,69 @@
+# frozen_string_literal: true
+
+module Sluice
+  module Instrumentation
+    # librdkafka's statistics and sluice's events as Prometheus metrics, in a
+    # prometheus-client-mmap registry (Debian: ruby-prometheus-client-mmap),
+    # which the application serves as it already does (its Rack exporter, or
+    # Prometheus::Client::Formats::Text.marshal):
+    #
+    #   monitor.subscribe(Sluice::Instrumentation::PrometheusListener.new(registry: Prometheus::Client.registry))
+    #
+    # Names are Metrics' names with dots as underscores under the namespace
+    # (sluice_network_latency_avg); counters end in _total; timings are
+    # histograms in ms. Labels: client_id, kind and, by metric, broker, topic,
+    # partition or type; plus the labels given here. docs/METRICS.md lists them.
+    class PrometheusListener
+      include MetricsListener
+
+      PACKAGE = "ruby-prometheus-client-mmap (gem prometheus-client-mmap)"
+      BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000].freeze
+
+      attr_reader :registry
+
+      # @param registry [Prometheus::Client::Registry] where the metrics are
+      #   registered (default: Prometheus::Client.registry); a metric some
+      #   other listener registered there already is shared
+      # @param namespace [String] the metric names' prefix
+      # @param labels [Hash{Symbol => String}] added to every sample (say, host:)
+      # @param deliveries [Boolean] also count every delivered message
+      #   (message.acknowledged: an event per message; see Deliveries)
+      def initialize(registry: nil, namespace: "sluice", labels: {}, deliveries: false)
+        MetricsListener.require_library("prometheus/client", PACKAGE)
+        @registry = registry || ::Prometheus::Client.registry
+        @namespace = namespace
+        @labels = labels
+        @families = {} # sample name => its metric (under the record lock)
+        setup_metrics(deliveries)
+      end
+
+      private
+
+      def record(sample)
+        labels = @labels.merge(sample.tags)
+        case sample.type
+        when :count then family(sample, :counter).increment(labels, sample.value)
+        when :gauge then family(sample, :gauge).set(labels, sample.value)
+        else family(sample, :histogram).observe(labels, sample.value)
+        end
+      end
+
+      def family(sample, type)
+        @families[sample.name] ||= begin
+          name = prometheus_name(sample.name, type)
+          @registry.get(name) || register(type, name, Metrics::HELP.fetch(sample.name))
+        end
+      end
+
+      def register(type, name, help)
+        if type == :histogram
+          @registry.histogram(name, help, {}, BUCKETS_MS)
+        else
+          @registry.public_send(type, name, help)
+        end
+      end
+
+      def prometheus_name(name, type) = :"#{@namespace}_#{name.tr(".", "_")}#{"_total" if type == :counter}"
+    end
+  end
+end
