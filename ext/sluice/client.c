@@ -376,8 +376,6 @@ static VALUE client_test_fatal_error(VALUE self, VALUE code, VALUE reason) {
     return INT2FIX(rd_kafka_test_fatal_error(c->rk, (rd_kafka_resp_err_t)NUM2INT(code), StringValueCStr(reason)));
 }
 
-static VALUE client_name(VALUE self) { return rb_str_new_cstr(rd_kafka_name(sluice_client_open(self)->rk)); }
-
 /*
  * A teardown the caller stops waiting for at its deadline: it goes on in its
  * own thread (on a copy of the struct, which the Ruby object no longer points
@@ -536,7 +534,6 @@ void sluice_init_client(void) {
     rb_define_method(sluice_cClient, "oauthbearer_set_token", client_oauthbearer_set_token, 4);
     rb_define_method(sluice_cClient, "oauthbearer_set_token_failure", client_oauthbearer_set_token_failure, 1);
     rb_define_method(sluice_cClient, "fatal_error", client_fatal_error, 0);
-    rb_define_method(sluice_cClient, "name", client_name, 0);
     rb_define_private_method(sluice_cClient, "test_fatal_error", client_test_fatal_error, 2);
     rb_define_method(sluice_cClient, "destroy", client_destroy, -1);
     rb_define_method(sluice_cClient, "closed?", client_closed_p, 0);

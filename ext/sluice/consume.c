@@ -1,7 +1,7 @@
 /*
  * Sluice::Native::Consumer — the consumer queue and offsets: draining
  * messages into Sluice::Message objects, storing and committing offsets,
- * positions, pause/resume and seek.
+ * pause/resume and seek.
  *
  * #consume never blocks: the application waits on #message_fd through Ruby's
  * IO (so a fiber scheduler sees the wait) and calls it when woken. Every poll
@@ -404,16 +404,6 @@ static VALUE consumer_watermarks(VALUE self, VALUE topic, VALUE partition, VALUE
     return rb_ary_new_from_args(3, INT2FIX(a.err), LL2NUM(a.low), LL2NUM(a.high));
 }
 
-/* #position([[topic, partition], ...]) -> [[topic, partition, offset, err], ...]: the next offset to fetch */
-static VALUE consumer_position(VALUE self, VALUE partitions) {
-    client_t *c = sluice_consumer_open(self);
-    rd_kafka_topic_partition_list_t *list = sluice_partitions_from(partitions);
-    rd_kafka_position(c->rk, list);
-    VALUE out = sluice_partitions_to_ary(list);
-    rd_kafka_topic_partition_list_destroy(list);
-    return out;
-}
-
 /* #pause(partitions) / #resume(partitions) -> [[topic, partition, offset, err], ...] */
 static VALUE pause_or_resume(VALUE self, VALUE partitions, int pause) {
     client_t *c = sluice_consumer_open(self);
@@ -488,7 +478,6 @@ void sluice_init_consume(VALUE klass) {
     rb_define_method(klass, "commit", consumer_commit, -1);
     rb_define_method(klass, "committed", consumer_committed, 2);
     rb_define_method(klass, "watermarks", consumer_watermarks, 3);
-    rb_define_method(klass, "position", consumer_position, 1);
     rb_define_method(klass, "pause", consumer_pause, 1);
     rb_define_method(klass, "resume", consumer_resume, 1);
     rb_define_method(klass, "seek", consumer_seek, 2);

@@ -198,17 +198,6 @@ static VALUE consumer_subscribe(VALUE self, VALUE topics) {
 
 static VALUE consumer_unsubscribe(VALUE self) { return group_call(sluice_consumer_open(self), UNSUBSCRIBE, NULL, 1); }
 
-/* #subscription -> [topic, ...] */
-static VALUE consumer_subscription(VALUE self) {
-    client_t *c = sluice_consumer_open(self);
-    rd_kafka_topic_partition_list_t *list = NULL;
-    VALUE out = rb_ary_new();
-    if (rd_kafka_subscription(c->rk, &list) || !list) return out;
-    for (int i = 0; i < list->cnt; i++) rb_ary_push(out, rb_str_new_cstr(list->elems[i].topic));
-    rd_kafka_topic_partition_list_destroy(list);
-    return out;
-}
-
 /* #assignment -> [[topic, partition, offset, err], ...] */
 static VALUE consumer_assignment(VALUE self) {
     client_t *c = sluice_consumer_open(self);
@@ -218,12 +207,6 @@ static VALUE consumer_assignment(VALUE self) {
     release_group_list(&a);
     sluice_client_unblock(c);
     return out;
-}
-
-/* #rebalance_protocol -> "EAGER", "COOPERATIVE" or "NONE" (no assignment yet) */
-static VALUE consumer_rebalance_protocol(VALUE self) {
-    const char *protocol = rd_kafka_rebalance_protocol(sluice_consumer_open(self)->rk);
-    return rb_str_new_cstr(protocol ? protocol : "NONE");
 }
 
 static VALUE consumer_assignment_lost_p(VALUE self) {
@@ -341,9 +324,7 @@ void sluice_init_consumer(VALUE klass) {
     rb_define_method(klass, "initialize", consumer_initialize, 1);
     rb_define_method(klass, "subscribe", consumer_subscribe, 1);
     rb_define_method(klass, "unsubscribe", consumer_unsubscribe, 0);
-    rb_define_method(klass, "subscription", consumer_subscription, 0);
     rb_define_method(klass, "assignment", consumer_assignment, 0);
-    rb_define_method(klass, "rebalance_protocol", consumer_rebalance_protocol, 0);
     rb_define_method(klass, "assignment_lost?", consumer_assignment_lost_p, 0);
     rb_define_method(klass, "assign", consumer_assign, 2);
     rb_define_method(klass, "unassign", consumer_unassign, 2);

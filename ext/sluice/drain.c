@@ -221,12 +221,6 @@ static VALUE client_interrupt_wait(VALUE self) {
     return Qnil;
 }
 
-/* #queue_length -> events waiting on the main queue */
-static VALUE client_queue_length(VALUE self) {
-    client_t *c = sluice_client_open(self);
-    return SIZET2NUM(events_left(c) + (c->pending ? 1 : 0));
-}
-
 /*
  * #wakeup_enable -> read fd
  *
@@ -274,7 +268,6 @@ void sluice_init_drain(VALUE klass) {
     rb_define_method(klass, "exhausted?", client_exhausted_p, 0);
     rb_define_method(klass, "wait_events", client_wait_events, 1);
     rb_define_method(klass, "interrupt_wait", client_interrupt_wait, 0);
-    rb_define_method(klass, "queue_length", client_queue_length, 0);
     rb_define_method(klass, "wakeup_enable", client_wakeup_enable, 0);
     rb_define_method(klass, "wakeup_disable", client_wakeup_disable, 0);
     rb_define_method(klass, "wakeup_signal", client_wakeup_signal, 0);
