@@ -18,6 +18,8 @@
  * Sluice::Native::Client#partition_count (metadata) lives here too.
  */
 #include "client.h"
+#include "partition_list.h"
+#include "values.h"
 
 VALUE sluice_cAdmin;
 

@@ -14,6 +14,7 @@
  * our own frame. User code runs later, in Ruby, where exceptions are caught.
  */
 #include "client.h"
+#include "values.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -244,14 +245,6 @@ void sluice_client_unblock(client_t *c) {
     sluice_raise_pending_interrupts();
 }
 
-const char *sluice_cstr_at(VALUE ary, long i) {
-    VALUE v = rb_ary_entry(ary, i);
-    Check_Type(v, T_STRING);
-    return StringValueCStr(v);
-}
-
-VALUE sluice_str_or_nil(const char *s) { return s ? rb_str_new_cstr(s) : Qnil; }
-
 rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const char *, const char *), client_t *c) {
     char errstr[512];
     Check_Type(pairs, T_ARRAY);
@@ -363,17 +356,6 @@ static VALUE client_fatal_error(VALUE self) {
     if (c->closed || !c->rk || sluice_forked(c->pid)) return Qnil;
     rd_kafka_resp_err_t err = rd_kafka_fatal_error(c->rk, reason, sizeof(reason));
     return err ? rb_ary_new_from_args(2, INT2FIX(err), rb_str_new_cstr(reason)) : Qnil;
-}
-
-/*
- * #test_fatal_error(code, reason) — raises a fatal error in this client, as
- * librdkafka does when idempotence breaks (rd_kafka_test_fatal_error, meant
- * for tests). Specs use it to exercise recovery: a real broker does not fail
- * that way on demand.
- */
-static VALUE client_test_fatal_error(VALUE self, VALUE code, VALUE reason) {
-    client_t *c = sluice_client_open(self);
-    return INT2FIX(rd_kafka_test_fatal_error(c->rk, (rd_kafka_resp_err_t)NUM2INT(code), StringValueCStr(reason)));
 }
 
 /*
@@ -534,7 +516,6 @@ void sluice_init_client(void) {
     rb_define_method(sluice_cClient, "oauthbearer_set_token", client_oauthbearer_set_token, 4);
     rb_define_method(sluice_cClient, "oauthbearer_set_token_failure", client_oauthbearer_set_token_failure, 1);
     rb_define_method(sluice_cClient, "fatal_error", client_fatal_error, 0);
-    rb_define_private_method(sluice_cClient, "test_fatal_error", client_test_fatal_error, 2);
     rb_define_method(sluice_cClient, "destroy", client_destroy, -1);
     rb_define_method(sluice_cClient, "closed?", client_closed_p, 0);
     rb_define_method(sluice_cClient, "forked?", client_forked_p, 0);

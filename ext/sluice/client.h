@@ -146,17 +146,10 @@ rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const cha
  */
 void sluice_client_start(VALUE self, client_t *c, rd_kafka_type_t kind, rd_kafka_conf_t *conf, int events, int strict);
 
-/* The C string at ary[i], which must be a String without NUL bytes. */
-const char *sluice_cstr_at(VALUE ary, long i);
-VALUE sluice_str_or_nil(const char *s);
-
 /* produce.c: what the drain and destroy need of the in-flight table and topic cache. */
 VALUE sluice_inflight_release(client_t *c, long slot);
 void sluice_topics_release(client_t *c);
 void sluice_topic_confs_release(client_t *c);
-
-/* An rd_kafka_error_t (destroyed) -> nil or [code, message, fatal, retriable, txn_requires_abort] */
-VALUE sluice_error_tuple(rd_kafka_error_t *error);
 
 /* consumer.c, for consume.c and transactions.c */
 client_t *sluice_consumer_open(VALUE self);
@@ -167,8 +160,6 @@ void sluice_consumer_release(client_t *c);
 /* consume.c: the last #consume's events destroyed and its buffers freed; _free: the buffers only (a forked child) */
 void sluice_consume_release(client_t *c);
 void sluice_consume_free(client_t *c);
-rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary);
-VALUE sluice_partitions_to_ary(const rd_kafka_topic_partition_list_t *list);
 
 relay_t *sluice_relay_attach(rd_kafka_conf_t *conf);
 void sluice_relay_start(relay_t *r, rd_kafka_t *rk, rd_kafka_queue_t *main_queue);

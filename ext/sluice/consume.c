@@ -16,6 +16,8 @@
  * held throughout, one run each of two).
  */
 #include "client.h"
+#include "partition_list.h"
+#include "values.h"
 
 #include <math.h>
 #include <string.h>

@@ -5,6 +5,8 @@
  * through the wake-up pipe (:fd mode, the poller's selector).
  */
 #include "client.h"
+#include "partition_list.h"
+#include "values.h"
 
 #include <errno.h>
 #include <math.h>

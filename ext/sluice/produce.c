@@ -4,6 +4,7 @@
  * the waits on what was produced (flush, purge).
  */
 #include "client.h"
+#include "values.h"
 
 #include <math.h>
 #include <stdarg.h>

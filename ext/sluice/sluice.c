@@ -95,4 +95,5 @@ void Init_sluice_ext(void) {
 
     sluice_init_client();
     sluice_init_selector();
+    sluice_init_test_hooks();
 }

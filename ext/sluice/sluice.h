@@ -52,5 +52,6 @@ double sluice_now_ms(void);
 
 void sluice_init_client(void);
 void sluice_init_selector(void);
+void sluice_init_test_hooks(void);
 
 #endif

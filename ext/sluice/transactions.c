@@ -4,6 +4,8 @@
  * be cut short: see txn_call.
  */
 #include "client.h"
+#include "partition_list.h"
+#include "values.h"
 
 
 enum txn_op { TXN_INIT, TXN_BEGIN, TXN_COMMIT, TXN_ABORT };
