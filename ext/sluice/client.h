@@ -97,43 +97,6 @@ client_t *sluice_client_get(VALUE self);
 client_t *sluice_client_open(VALUE self);
 
 /*
- * The one gate for every GVL-released librdkafka call of a client, in two
- * halves around the caller's cleanup:
- *
- *   sluice_client_blocking(c, fn, &args, ubf, &args, release);
- *   ...take fn's results into safe hands: keep events, convert and destroy
- *      error objects, drop references (nothing here may raise)...
- *   sluice_client_unblock(c);
- *
- * sluice_client_blocking runs fn(arg) without the GVL, counted in c->busy so
- * #destroy waits until the caller is done with the handle. It returns only
- * once fn ran: an interrupt pending before the call is served first (and
- * raised, if it is a real one, before anything happened). One that arrives
- * during the call stays pending until sluice_client_unblock, which ends the
- * count and then raises it. So a Timeout or Thread#raise never skips cleanup,
- * #close works after any interrupted call, and a routine interrupt (the
- * scheduler's timer) never makes a call look as if it ran. When the gate
- * raises instead of running fn (that interrupt, or the client closed by
- * another thread meanwhile), release(arg) runs first, if given: what the
- * caller allocated for fn (partition lists, topic specs) is freed, not lost.
- *
- * A call that must not be cut short passes no unblock function (NULL), never a
- * no-op one: on a lone main thread Ruby starts a helper thread for an unblock
- * function and kills and joins it afterwards, which hangs when the caller
- * masks interrupts (Thread.handle_interrupt), as transactions and close do.
- */
-void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg,
-                            void (*release)(void *));
-void sluice_client_unblock(client_t *c);
-/* The end of a call whose results must reach Ruby before any interrupt does
- * (#consume: what it took is handed out, never dropped): ends the count and
- * leaves a pending interrupt to Ruby's next check, as a call that kept the GVL would. */
-static inline void sluice_client_unblock_deferred(client_t *c) { __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST); }
-
-/* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending. */
-static inline void sluice_raise_pending_interrupts(void) { rb_thread_check_ints(); }
-
-/*
  * A librdkafka configuration from [[name, value], ...] (Strings), log.queue on.
  * Raises ConfigurationInvalidError with librdkafka's message; nothing leaks.
  * `each` (optional) sees every pair that was accepted.

@@ -12,6 +12,7 @@
  * it with #assign or #unassign here.
  */
 #include "client.h"
+#include "gate.h"
 #include "partition_list.h"
 #include "values.h"
 
@@ -84,13 +85,13 @@ static void release_group_list(void *p) {
  * nil or an error ([code, ...] tuple, or the code alone with code_only). */
 static VALUE group_call(client_t *c, enum group_call call, rd_kafka_topic_partition_list_t *list, int code_only) {
     struct group_args a = {c, call, list, 0, NULL};
-    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL, release_group_list);
+    sluice_gate_enter(c, group_nogvl, &a, NULL, NULL, release_group_list);
     release_group_list(&a);
     VALUE out = a.error ? sluice_error_tuple(a.error)
                 : !a.err ? Qnil
                 : code_only ? INT2FIX(a.err)
                             : rb_ary_new_from_args(1, INT2FIX(a.err));
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return out;
 }
 
@@ -156,10 +157,10 @@ static VALUE consumer_unsubscribe(VALUE self) { return group_call(sluice_consume
 static VALUE consumer_assignment(VALUE self) {
     client_t *c = sluice_consumer_open(self);
     struct group_args a = {c, ASSIGNMENT, NULL, 0, NULL};
-    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL, NULL); /* the list comes out of the call */
+    sluice_gate_enter(c, group_nogvl, &a, NULL, NULL, NULL); /* the list comes out of the call */
     VALUE out = a.list && !a.err ? sluice_partitions_to_ary(a.list) : rb_ary_new();
     release_group_list(&a);
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return out;
 }
 

@@ -5,6 +5,7 @@
  * through the wake-up pipe (:fd mode, the poller's selector).
  */
 #include "client.h"
+#include "gate.h"
 #include "partition_list.h"
 #include "values.h"
 
@@ -210,9 +211,9 @@ static VALUE client_wait_events(VALUE self, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     if (c->pending) return Qtrue;
     struct wait_args a = {c, NUM2INT(timeout)};
-    sluice_client_blocking(c, wait_events_nogvl, &a, wait_events_ubf, &a, NULL);
+    sluice_gate_enter(c, wait_events_nogvl, &a, wait_events_ubf, &a, NULL);
     VALUE ready = c->pending || (c->consumer.relay && events_left(c) > 0) ? Qtrue : Qfalse;
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return ready;
 }
 

@@ -4,6 +4,7 @@
  * the waits on what was produced (flush, purge).
  */
 #include "client.h"
+#include "gate.h"
 #include "values.h"
 
 #include <math.h>
@@ -542,8 +543,8 @@ static void flush_ubf(void *p) { ((struct flush_args *)p)->interrupted = 1; }
 static VALUE client_flush(VALUE self, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     struct flush_args a = {c, NUM2INT(timeout), 0, RD_KAFKA_RESP_ERR__TIMED_OUT};
-    sluice_client_blocking(c, flush_nogvl, &a, flush_ubf, &a, NULL);
-    sluice_client_unblock(c);
+    sluice_gate_enter(c, flush_nogvl, &a, flush_ubf, &a, NULL);
+    sluice_gate_leave(c);
     return a.err ? Qfalse : Qtrue;
 }
 
@@ -563,8 +564,8 @@ static VALUE client_purge(VALUE self) {
     client_t *c = sluice_client_open(self);
     struct purge_args a = {c, 0};
     /* waits briefly for the broker threads to drop their queues; nothing to cut short */
-    sluice_client_blocking(c, purge_nogvl, &a, NULL, NULL, NULL);
-    sluice_client_unblock(c);
+    sluice_gate_enter(c, purge_nogvl, &a, NULL, NULL, NULL);
+    sluice_gate_leave(c);
     return INT2FIX(a.err);
 }
 
