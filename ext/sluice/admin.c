@@ -17,8 +17,11 @@
  *
  * Sluice::Native::Client#partition_count (metadata) lives here too.
  */
+#include "admin.h"
+
 #include "client.h"
 #include "gate.h"
+#include "init.h"
 #include "partition_list.h"
 #include "values.h"
 

@@ -14,7 +14,14 @@
  * our own frame. User code runs later, in Ruby, where exceptions are caught.
  */
 #include "client.h"
+
+#include "admin.h"
+#include "consumer.h"
 #include "gate.h"
+#include "init.h"
+#include "produce.h"
+#include "relay.h"
+#include "resolve.h"
 #include "values.h"
 
 #include <errno.h>
@@ -22,8 +29,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-VALUE sluice_cClient;
 
 static void client_mark(void *p) {
     client_t *c = p;
@@ -433,21 +438,15 @@ static VALUE client_progress(VALUE self) {
     return ULONG2NUM(c->kind == RD_KAFKA_CONSUMER ? c->consumer.fetched : c->producer.delivered);
 }
 
-void sluice_init_client(void) {
-    sluice_cClient = rb_define_class_under(sluice_mNative, "Client", rb_cObject);
-    rb_define_alloc_func(sluice_cClient, client_alloc);
-    rb_define_method(sluice_cClient, "oauthbearer_set_token", client_oauthbearer_set_token, 4);
-    rb_define_method(sluice_cClient, "oauthbearer_set_token_failure", client_oauthbearer_set_token_failure, 1);
-    rb_define_method(sluice_cClient, "fatal_error", client_fatal_error, 0);
-    rb_define_method(sluice_cClient, "destroy", client_destroy, -1);
-    rb_define_method(sluice_cClient, "closed?", client_closed_p, 0);
-    rb_define_method(sluice_cClient, "forked?", client_forked_p, 0);
-    rb_define_method(sluice_cClient, "progress", client_progress, 0);
-    sluice_init_drain(sluice_cClient);
-    sluice_init_admin(sluice_cClient);
-
-    VALUE cProducer = rb_define_class_under(sluice_mNative, "Producer", sluice_cClient);
-    sluice_init_produce(cProducer);
-    sluice_init_transactions(cProducer);
-    sluice_init_consumer(rb_define_class_under(sluice_mNative, "Consumer", sluice_cClient));
+VALUE sluice_init_client(void) {
+    VALUE klass = rb_define_class_under(sluice_mNative, "Client", rb_cObject);
+    rb_define_alloc_func(klass, client_alloc);
+    rb_define_method(klass, "oauthbearer_set_token", client_oauthbearer_set_token, 4);
+    rb_define_method(klass, "oauthbearer_set_token_failure", client_oauthbearer_set_token_failure, 1);
+    rb_define_method(klass, "fatal_error", client_fatal_error, 0);
+    rb_define_method(klass, "destroy", client_destroy, -1);
+    rb_define_method(klass, "closed?", client_closed_p, 0);
+    rb_define_method(klass, "forked?", client_forked_p, 0);
+    rb_define_method(klass, "progress", client_progress, 0);
+    return klass;
 }

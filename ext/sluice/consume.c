@@ -16,7 +16,9 @@
  * held throughout, one run each of two).
  */
 #include "client.h"
+#include "consumer.h"
 #include "gate.h"
+#include "init.h"
 #include "partition_list.h"
 #include "values.h"
 

@@ -11,9 +11,13 @@
  * no librdkafka -> Ruby call). Ruby handles each in its own frame and answers
  * it with #assign or #unassign here.
  */
+#include "consumer.h"
+
 #include "client.h"
 #include "gate.h"
+#include "init.h"
 #include "partition_list.h"
+#include "relay.h"
 #include "values.h"
 
 #include <string.h>
@@ -267,7 +271,8 @@ void sluice_consumer_release(client_t *c) {
     c->consumer.queue = NULL;
 }
 
-void sluice_init_consumer(VALUE klass) {
+VALUE sluice_init_consumer(VALUE client) {
+    VALUE klass = rb_define_class_under(sluice_mNative, "Consumer", client);
     rb_define_method(klass, "initialize", consumer_initialize, 1);
     rb_define_method(klass, "subscribe", consumer_subscribe, 1);
     rb_define_method(klass, "unsubscribe", consumer_unsubscribe, 0);
@@ -278,6 +283,6 @@ void sluice_init_consumer(VALUE klass) {
     rb_define_method(klass, "close_start", consumer_close_start, 1);
     rb_define_method(klass, "close_begin", consumer_close_begin, 0);
     rb_define_method(klass, "consumer_closed?", consumer_consumer_closed_p, 0);
-    sluice_init_consume(klass);
     id_sluice_caller = rb_intern("sluice_caller");
+    return klass;
 }

@@ -4,9 +4,13 @@
  * non-blocking) and waited for by #wait_events (:thread mode, GVL released) or
  * through the wake-up pipe (:fd mode, the poller's selector).
  */
+#include "admin.h"
 #include "client.h"
 #include "gate.h"
+#include "init.h"
 #include "partition_list.h"
+#include "produce.h"
+#include "relay.h"
 #include "values.h"
 
 #include <errno.h>

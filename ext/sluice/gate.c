@@ -9,6 +9,9 @@
  */
 #include "gate.h"
 
+#include "client.h"
+#include "consumer.h"
+
 struct gate_call {
     void *(*fn)(void *);
     void *arg;

@@ -3,8 +3,11 @@
  * the in-flight table that maps message opaques to Ruby delivery handles, and
  * the waits on what was produced (flush, purge).
  */
+#include "produce.h"
+
 #include "client.h"
 #include "gate.h"
+#include "init.h"
 #include "values.h"
 
 #include <math.h>
@@ -638,7 +641,8 @@ static VALUE producer_initialize(VALUE self, VALUE pairs) {
     return self;
 }
 
-void sluice_init_produce(VALUE klass) {
+VALUE sluice_init_produce(VALUE client) {
+    VALUE klass = rb_define_class_under(sluice_mNative, "Producer", client);
     rb_define_method(klass, "initialize", producer_initialize, 1);
     rb_define_method(klass, "validate", client_validate, 1);
     rb_define_method(klass, "handles", client_handles, 2);
@@ -663,4 +667,5 @@ void sluice_init_produce(VALUE klass) {
     id_iv_topic = rb_intern("@topic");
     id_iv_label = rb_intern("@label");
     id_iv_notifier = rb_intern("@notifier");
+    return klass;
 }

@@ -12,6 +12,8 @@
  */
 #include "selector.h"
 
+#include "init.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>

@@ -4,6 +4,8 @@
  * client it acts on (Producer#client / Consumer#native in the specs).
  */
 #include "client.h"
+#include "consumer.h"
+#include "init.h"
 #include "values.h"
 
 /*

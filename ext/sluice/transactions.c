@@ -4,7 +4,9 @@
  * be cut short: see txn_call.
  */
 #include "client.h"
+#include "consumer.h"
 #include "gate.h"
+#include "init.h"
 #include "partition_list.h"
 #include "values.h"
 
