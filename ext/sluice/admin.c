@@ -17,7 +17,13 @@
  *
  * Sluice::Native::Client#partition_count (metadata) lives here too.
  */
+#include "admin.h"
+
 #include "client.h"
+#include "gate.h"
+#include "init.h"
+#include "partition_list.h"
+#include "values.h"
 
 VALUE sluice_cAdmin;
 
@@ -52,8 +58,8 @@ static void *metadata_nogvl(void *p) {
 static VALUE client_partition_count(VALUE self, VALUE topic, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     struct metadata_args a = {c, StringValueCStr(topic), NUM2INT(timeout), RD_KAFKA_RESP_ERR__TIMED_OUT, 0};
-    sluice_client_blocking(c, metadata_nogvl, &a, NULL, NULL, NULL);
-    sluice_client_unblock(c);
+    sluice_gate_enter(c, metadata_nogvl, &a, NULL, NULL, NULL);
+    sluice_gate_leave(c);
     return rb_ary_new_from_args(2, INT2FIX(a.err), INT2FIX(a.count));
 }
 
@@ -505,11 +511,11 @@ static VALUE describe_release(VALUE p) {
 static VALUE admin_describe(VALUE self, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     struct describe_args a = {c, NUM2INT(timeout), RD_KAFKA_RESP_ERR__TIMED_OUT, NULL, NULL, -1};
-    sluice_client_blocking(c, describe_nogvl, &a, NULL, NULL, NULL);
+    sluice_gate_enter(c, describe_nogvl, &a, NULL, NULL, NULL);
     int state = 0;
     VALUE out = rb_protect(describe_to_ary, (VALUE)&a, &state);
     describe_release((VALUE)&a);
-    sluice_client_unblock(c); /* an interrupt that came meanwhile is raised here, with nothing left to free */
+    sluice_gate_leave(c); /* an interrupt that came meanwhile is raised here, with nothing left to free */
     if (state) rb_jump_tag(state);
     return out;
 }
@@ -533,8 +539,8 @@ static void *watermarks_nogvl(void *p) {
 static VALUE admin_watermarks(VALUE self, VALUE topic, VALUE partition, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     struct watermarks_args a = {c, StringValueCStr(topic), NUM2INT(partition), NUM2INT(timeout), RD_KAFKA_RESP_ERR__TIMED_OUT, -1, -1};
-    sluice_client_blocking(c, watermarks_nogvl, &a, NULL, NULL, NULL);
-    sluice_client_unblock(c);
+    sluice_gate_enter(c, watermarks_nogvl, &a, NULL, NULL, NULL);
+    sluice_gate_leave(c);
     return rb_ary_new_from_args(3, INT2FIX(a.err), LL2NUM(a.low), LL2NUM(a.high));
 }
 
@@ -567,11 +573,11 @@ static VALUE admin_offsets_for_times(VALUE self, VALUE query, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     int ms = NUM2INT(timeout);
     struct times_args a = {c, sluice_partitions_from(query), ms, RD_KAFKA_RESP_ERR__TIMED_OUT};
-    sluice_client_blocking(c, times_nogvl, &a, NULL, NULL, release_list);
+    sluice_gate_enter(c, times_nogvl, &a, NULL, NULL, release_list);
     int state = 0;
     VALUE out = rb_protect(times_to_ary, (VALUE)&a, &state);
     release_list(&a);
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     if (state) rb_jump_tag(state);
     return out;
 }

@@ -15,13 +15,20 @@
  */
 #include "client.h"
 
+#include "admin.h"
+#include "consumer.h"
+#include "gate.h"
+#include "init.h"
+#include "produce.h"
+#include "relay.h"
+#include "resolve.h"
+#include "values.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-VALUE sluice_cClient;
 
 static void client_mark(void *p) {
     client_t *c = p;
@@ -166,92 +173,6 @@ client_t *sluice_client_open(VALUE self) {
     return c;
 }
 
-struct blocking_call {
-    void *(*fn)(void *);
-    void *arg;
-    int ran;
-    int *calls; /* counted in, or NULL */
-};
-
-static void *run_blocking(void *p) { /* runs without the GVL */
-    struct blocking_call *b = p;
-    b->ran = 1;
-    void *out = b->fn(b->arg);
-    /* out of librdkafka: a closing consumer need not wait for what the caller does next */
-    if (b->calls) __atomic_sub_fetch(b->calls, 1, __ATOMIC_SEQ_CST);
-    return out;
-}
-
-static VALUE raise_pending_interrupts(VALUE unused) {
-    sluice_raise_pending_interrupts();
-    return Qnil;
-}
-
-static VALUE refuse_if_closing(VALUE p) {
-    sluice_consumer_not_closing((client_t *)p);
-    return Qnil;
-}
-
-void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg,
-                            void (*release)(void *)) {
-    /* A call with an unblock function (a wait for events) is cut short by
-     * close; one without is waited for, so is counted in c->calls. Only those
-     * are refused once a consumer's close began: a wait on the main queue
-     * (#wait_events, its own polling thread in :thread mode) makes no group
-     * call, and what it serves meanwhile (the close's commit result, errors)
-     * is still wanted. */
-    struct blocking_call b = {fn, arg, 0, ubf ? NULL : &c->calls};
-    for (;;) {
-        if (c->consumer.closing && c->kind == RD_KAFKA_CONSUMER && !ubf) {
-            int state = 0;
-            rb_protect(refuse_if_closing, (VALUE)c, &state);
-            if (state) {
-                if (release) release(arg);
-                rb_jump_tag(state);
-            }
-        }
-        /* checked and counted with the GVL held: a close starting now sees this call */
-        if (b.calls) __atomic_add_fetch(b.calls, 1, __ATOMIC_SEQ_CST);
-        __atomic_add_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
-        rb_thread_call_without_gvl2(run_blocking, &b, ubf, ubf_arg);
-        if (b.ran) return;
-        if (b.calls) __atomic_sub_fetch(b.calls, 1, __ATOMIC_SEQ_CST);
-        /* Not run: an interrupt was pending. Most are routine (the thread
-         * scheduler's timer, a signal for another thread) and raise nothing:
-         * serve them and go again. A real one is raised here, before the call
-         * did anything. Either way the handle may be gone afterwards. */
-        __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
-        if (!release) {
-            sluice_raise_pending_interrupts();
-        } else {
-            int state = 0;
-            rb_protect(raise_pending_interrupts, Qnil, &state);
-            if (state) {
-                release(arg);
-                rb_jump_tag(state);
-            }
-        }
-        if (c->closed || !c->rk) {
-            if (release) release(arg);
-            if (c->kind == RD_KAFKA_CONSUMER) rb_raise(sluice_eConsumerClosed, "consumer is closed");
-            rb_raise(sluice_eProducerClosed, "producer is closed");
-        }
-    }
-}
-
-void sluice_client_unblock(client_t *c) {
-    __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST);
-    sluice_raise_pending_interrupts();
-}
-
-const char *sluice_cstr_at(VALUE ary, long i) {
-    VALUE v = rb_ary_entry(ary, i);
-    Check_Type(v, T_STRING);
-    return StringValueCStr(v);
-}
-
-VALUE sluice_str_or_nil(const char *s) { return s ? rb_str_new_cstr(s) : Qnil; }
-
 rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const char *, const char *), client_t *c) {
     char errstr[512];
     Check_Type(pairs, T_ARRAY);
@@ -366,19 +287,6 @@ static VALUE client_fatal_error(VALUE self) {
 }
 
 /*
- * #test_fatal_error(code, reason) — raises a fatal error in this client, as
- * librdkafka does when idempotence breaks (rd_kafka_test_fatal_error, meant
- * for tests). Specs use it to exercise recovery: a real broker does not fail
- * that way on demand.
- */
-static VALUE client_test_fatal_error(VALUE self, VALUE code, VALUE reason) {
-    client_t *c = sluice_client_open(self);
-    return INT2FIX(rd_kafka_test_fatal_error(c->rk, (rd_kafka_resp_err_t)NUM2INT(code), StringValueCStr(reason)));
-}
-
-static VALUE client_name(VALUE self) { return rb_str_new_cstr(rd_kafka_name(sluice_client_open(self)->rk)); }
-
-/*
  * A teardown the caller stops waiting for at its deadline: it goes on in its
  * own thread (on a copy of the struct, which the Ruby object no longer points
  * into) and frees itself when done. Whoever comes second frees it.
@@ -472,7 +380,7 @@ static void *destroy_nogvl(void *p) {
     client_t *c = a->c;
     /* Calls that released the GVL before #destroy marked us closed finish first
      * (flush slices notice `closed`; a blocking wait was yielded). Every such
-     * call leaves through sluice_client_blocking, which always decrements. */
+     * call leaves the gate (gate.c) with c->busy decremented, whatever happened. */
     while (__atomic_load_n(&c->busy, __ATOMIC_SEQ_CST) > 0) usleep(1000);
     if (a->timeout_ms < 0 || release_within(c, a->timeout_ms) < 0) release_native(c);
     return NULL;
@@ -530,23 +438,15 @@ static VALUE client_progress(VALUE self) {
     return ULONG2NUM(c->kind == RD_KAFKA_CONSUMER ? c->consumer.fetched : c->producer.delivered);
 }
 
-void sluice_init_client(void) {
-    sluice_cClient = rb_define_class_under(sluice_mNative, "Client", rb_cObject);
-    rb_define_alloc_func(sluice_cClient, client_alloc);
-    rb_define_method(sluice_cClient, "oauthbearer_set_token", client_oauthbearer_set_token, 4);
-    rb_define_method(sluice_cClient, "oauthbearer_set_token_failure", client_oauthbearer_set_token_failure, 1);
-    rb_define_method(sluice_cClient, "fatal_error", client_fatal_error, 0);
-    rb_define_method(sluice_cClient, "name", client_name, 0);
-    rb_define_private_method(sluice_cClient, "test_fatal_error", client_test_fatal_error, 2);
-    rb_define_method(sluice_cClient, "destroy", client_destroy, -1);
-    rb_define_method(sluice_cClient, "closed?", client_closed_p, 0);
-    rb_define_method(sluice_cClient, "forked?", client_forked_p, 0);
-    rb_define_method(sluice_cClient, "progress", client_progress, 0);
-    sluice_init_drain(sluice_cClient);
-    sluice_init_admin(sluice_cClient);
-
-    VALUE cProducer = rb_define_class_under(sluice_mNative, "Producer", sluice_cClient);
-    sluice_init_produce(cProducer);
-    sluice_init_transactions(cProducer);
-    sluice_init_consumer(rb_define_class_under(sluice_mNative, "Consumer", sluice_cClient));
+VALUE sluice_init_client(void) {
+    VALUE klass = rb_define_class_under(sluice_mNative, "Client", rb_cObject);
+    rb_define_alloc_func(klass, client_alloc);
+    rb_define_method(klass, "oauthbearer_set_token", client_oauthbearer_set_token, 4);
+    rb_define_method(klass, "oauthbearer_set_token_failure", client_oauthbearer_set_token_failure, 1);
+    rb_define_method(klass, "fatal_error", client_fatal_error, 0);
+    rb_define_method(klass, "destroy", client_destroy, -1);
+    rb_define_method(klass, "closed?", client_closed_p, 0);
+    rb_define_method(klass, "forked?", client_forked_p, 0);
+    rb_define_method(klass, "progress", client_progress, 0);
+    return klass;
 }

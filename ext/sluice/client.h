@@ -1,24 +1,15 @@
 /*
- * The native client: one librdkafka handle, its main queue and wake-up pipe.
+ * The native client: one librdkafka handle, its main queue and wake-up pipe,
+ * in the struct every client file shares, and what client.c provides them.
  *
- * Sluice::Native::Client is the base class (lifecycle, main-queue drain,
- * OAuth, fatal errors, admin); Sluice::Native::Producer adds produce, flush,
- * purge and transactions. Each concept has its own file:
- *
- *   client.c        allocation, configuration, destroy, fork and busy tracking
- *   drain.c         the main queue: non-blocking drain, blocking wait, wake-up pipe
- *   produce.c       message validation, topic handles, in-flight table, produce/flush/purge
- *   transactions.c  the transactional API
- *   admin.c         Sluice::Native::Admin: admin requests and their results; partition counts
- *   consumer.c      Sluice::Native::Consumer: subscriptions, rebalances, closing
- *   consume.c       the consumer queue: messages, offsets, positions
- *   relay.c         a consumer's main-queue events, relayed so serving them is no "poll"
+ * Sluice::Native::Client is the base class (client.c: allocation,
+ * configuration, destroy, fork; drain.c: the main queue); Producer, Consumer
+ * and Admin are its subclasses. ext/sluice/README.md says which file adds what.
  */
 #ifndef SLUICE_CLIENT_H
 #define SLUICE_CLIENT_H
 
 #include "sluice.h"
-
 
 typedef struct {
     char *name;
@@ -26,15 +17,6 @@ typedef struct {
     int conf_id; /* 0: the producer's own topic settings; n: topic_confs[n - 1] */
     rd_kafka_topic_t *rkt;
 } topic_entry_t;
-
-/* relay.c: a consumer's main-queue events, handed over by librdkafka's background thread. */
-typedef struct relay relay_t;
-/* An event, or a log line (event NULL; fac and line malloc'd). */
-typedef struct {
-    rd_kafka_event_t *event;
-    int level;
-    char *fac, *line;
-} relay_item_t;
 
 typedef int32_t (*partitioner_fn)(const rd_kafka_topic_t *, const void *, size_t, int32_t, void *, void *);
 
@@ -56,7 +38,7 @@ typedef struct {
 
 /* What only a consumer uses (consumer.c, consume.c; drain.c takes its main-queue events from the relay). */
 typedef struct {
-    relay_t *relay;            /* where the main queue's events come from (drain.c takes them there) */
+    struct relay *relay;       /* where the main queue's events come from (drain.c takes them there) */
     rd_kafka_queue_t *sasl_queue; /* OAUTHBEARER refresh requests (NULL without OAUTHBEARER): the background
                                      queue would run them as callbacks, so they get a queue of their own */
     rd_kafka_queue_t *queue;   /* the consumer queue: messages, rebalances, consumer errors */
@@ -80,7 +62,7 @@ typedef struct {
     rd_kafka_event_t *pending; /* taken by a blocking #wait_events, served by the next #drain */
     pid_t pid;
     int closed;                /* set with the GVL held before destroying: every call is refused */
-    int busy;                  /* GVL-released calls in flight (atomic); destroy waits for 0 */
+    int busy;                  /* GVL-released calls in flight (atomic, gate.c); destroy waits for 0 */
     int calls;                 /* of those, the ones without unblock function still inside librdkafka (atomic):
                                   what a consumer's close waits for before it leaves the group */
     int wake_r, wake_w;        /* wake-up pipe for FD polling, -1 when disabled */
@@ -89,49 +71,9 @@ typedef struct {
     consumer_part_t consumer;
 } client_t;
 
-extern VALUE sluice_cClient;
-extern VALUE sluice_cAdmin;
-
 client_t *sluice_client_get(VALUE self);
 /* The struct of a usable handle; raises for a closed one or one inherited through fork. */
 client_t *sluice_client_open(VALUE self);
-
-/*
- * The one gate for every GVL-released librdkafka call of a client, in two
- * halves around the caller's cleanup:
- *
- *   sluice_client_blocking(c, fn, &args, ubf, &args, release);
- *   ...take fn's results into safe hands: keep events, convert and destroy
- *      error objects, drop references (nothing here may raise)...
- *   sluice_client_unblock(c);
- *
- * sluice_client_blocking runs fn(arg) without the GVL, counted in c->busy so
- * #destroy waits until the caller is done with the handle. It returns only
- * once fn ran: an interrupt pending before the call is served first (and
- * raised, if it is a real one, before anything happened). One that arrives
- * during the call stays pending until sluice_client_unblock, which ends the
- * count and then raises it. So a Timeout or Thread#raise never skips cleanup,
- * #close works after any interrupted call, and a routine interrupt (the
- * scheduler's timer) never makes a call look as if it ran. When the gate
- * raises instead of running fn (that interrupt, or the client closed by
- * another thread meanwhile), release(arg) runs first, if given: what the
- * caller allocated for fn (partition lists, topic specs) is freed, not lost.
- *
- * A call that must not be cut short passes no unblock function (NULL), never a
- * no-op one: on a lone main thread Ruby starts a helper thread for an unblock
- * function and kills and joins it afterwards, which hangs when the caller
- * masks interrupts (Thread.handle_interrupt), as transactions and close do.
- */
-void sluice_client_blocking(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg,
-                            void (*release)(void *));
-void sluice_client_unblock(client_t *c);
-/* The end of a call whose results must reach Ruby before any interrupt does
- * (#consume: what it took is handed out, never dropped): ends the count and
- * leaves a pending interrupt to Ruby's next check, as a call that kept the GVL would. */
-static inline void sluice_client_unblock_deferred(client_t *c) { __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST); }
-
-/* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending. */
-static inline void sluice_raise_pending_interrupts(void) { rb_thread_check_ints(); }
 
 /*
  * A librdkafka configuration from [[name, value], ...] (Strings), log.queue on.
@@ -145,52 +87,5 @@ rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const cha
  * librdkafka would only log as ignored) raises ConfigurationInvalidError.
  */
 void sluice_client_start(VALUE self, client_t *c, rd_kafka_type_t kind, rd_kafka_conf_t *conf, int events, int strict);
-
-/* The C string at ary[i], which must be a String without NUL bytes. */
-const char *sluice_cstr_at(VALUE ary, long i);
-VALUE sluice_str_or_nil(const char *s);
-
-/* produce.c: what the drain and destroy need of the in-flight table and topic cache. */
-VALUE sluice_inflight_release(client_t *c, long slot);
-void sluice_topics_release(client_t *c);
-void sluice_topic_confs_release(client_t *c);
-
-/* An rd_kafka_error_t (destroyed) -> nil or [code, message, fatal, retriable, txn_requires_abort] */
-VALUE sluice_error_tuple(rd_kafka_error_t *error);
-
-/* consumer.c, for consume.c and transactions.c */
-client_t *sluice_consumer_open(VALUE self);
-/* Raises ConsumerClosedError once another thread began closing the consumer. */
-void sluice_consumer_not_closing(client_t *c);
-/* Releases what a consumer holds besides the handle (release_native, no GVL). */
-void sluice_consumer_release(client_t *c);
-/* consume.c: the last #consume's events destroyed and its buffers freed; _free: the buffers only (a forked child) */
-void sluice_consume_release(client_t *c);
-void sluice_consume_free(client_t *c);
-rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary);
-VALUE sluice_partitions_to_ary(const rd_kafka_topic_partition_list_t *list);
-
-relay_t *sluice_relay_attach(rd_kafka_conf_t *conf);
-void sluice_relay_start(relay_t *r, rd_kafka_t *rk, rd_kafka_queue_t *main_queue);
-/* Takes the oldest item into *out (the caller frees it with sluice_relay_item_free); false when empty. */
-int sluice_relay_pop(relay_t *r, relay_item_t *out);
-void sluice_relay_item_free(relay_item_t *item);
-size_t sluice_relay_length(relay_t *r);
-void sluice_relay_set_pipe(relay_t *r, int wake_w);
-/* Copies the lines of the log records queued so far from facility fac that
- * contain needle into buf ("; "-separated, truncated to size); how many matched. */
-size_t sluice_relay_find_logs(relay_t *r, const char *fac, const char *needle, char *buf, size_t size);
-void sluice_relay_close(relay_t *r);
-void sluice_relay_free(relay_t *r);
-
-/* admin.c: an admin request's result event -> [request_id, code, message, payload]; Qundef for other events. */
-VALUE sluice_admin_result(rd_kafka_event_t *ev);
-
-void sluice_init_drain(VALUE klass);
-void sluice_init_admin(VALUE klass);
-void sluice_init_produce(VALUE klass);
-void sluice_init_transactions(VALUE klass);
-void sluice_init_consumer(VALUE klass);
-void sluice_init_consume(VALUE klass);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * Sluice::Native::Consumer — the consumer queue and offsets: draining
  * messages into Sluice::Message objects, storing and committing offsets,
- * positions, pause/resume and seek.
+ * pause/resume and seek.
  *
  * #consume never blocks: the application waits on #message_fd through Ruby's
  * IO (so a fiber scheduler sees the wait) and calls it when woken. Every poll
@@ -16,6 +16,11 @@
  * held throughout, one run each of two).
  */
 #include "client.h"
+#include "consumer.h"
+#include "gate.h"
+#include "init.h"
+#include "partition_list.h"
+#include "values.h"
 
 #include <math.h>
 #include <string.h>
@@ -233,13 +238,13 @@ static VALUE consumer_consume(VALUE self, VALUE max_items, VALUE budget) {
     if (limit < 1) rb_raise(rb_eArgError, "max_items must be positive, got %ld", limit);
     reserve_taken(c, limit);
     struct build_args b = {c, rb_ary_new()};
-    sluice_client_blocking(c, take_nogvl, &a, NULL, NULL, NULL);
+    sluice_gate_enter(c, take_nogvl, &a, NULL, NULL, NULL);
     /* Still inside the gate while the events are read: #destroy (another
      * thread's close, without the GVL) waits for it before destroying them.
      * Whatever building raises (NoMemoryError) leaves the gate first. */
     int state = 0;
     rb_protect(build_batch, (VALUE)&b, &state);
-    sluice_client_unblock_deferred(c);
+    sluice_gate_leave_deferred(c);
     if (state) rb_jump_tag(state);
     return b.batch;
 }
@@ -345,9 +350,9 @@ static VALUE consumer_commit(int argc, VALUE *argv, VALUE self) {
          * rd_kafka_commit(async) reports only to an offset_commit_cb. */
         a.err = rd_kafka_commit_queue(c->rk, a.list, c->queue, NULL, NULL);
     } else {
-        sluice_client_blocking(c, commit_nogvl, &a, NULL, NULL, release_commit_list);
+        sluice_gate_enter(c, commit_nogvl, &a, NULL, NULL, release_commit_list);
         release_commit_list(&a);
-        sluice_client_unblock(c);
+        sluice_gate_leave(c);
     }
     release_commit_list(&a);
     return a.err && a.err != RD_KAFKA_RESP_ERR__NO_OFFSET ? INT2FIX(a.err) : Qnil;
@@ -373,10 +378,10 @@ static VALUE consumer_committed(VALUE self, VALUE partitions, VALUE timeout) {
     client_t *c = sluice_consumer_open(self);
     int timeout_ms = NUM2INT(timeout);
     struct committed_args a = {c, sluice_partitions_from(partitions), timeout_ms, 0};
-    sluice_client_blocking(c, committed_nogvl, &a, NULL, NULL, release_committed_list);
+    sluice_gate_enter(c, committed_nogvl, &a, NULL, NULL, release_committed_list);
     VALUE out = rb_ary_new_from_args(2, INT2FIX(a.err), sluice_partitions_to_ary(a.list));
     release_committed_list(&a);
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return out;
 }
 
@@ -399,19 +404,9 @@ static void *watermarks_nogvl(void *p) {
 static VALUE consumer_watermarks(VALUE self, VALUE topic, VALUE partition, VALUE timeout) {
     client_t *c = sluice_consumer_open(self);
     struct watermark_args a = {c, StringValueCStr(topic), NUM2INT(partition), NUM2INT(timeout), -1, -1, 0};
-    sluice_client_blocking(c, watermarks_nogvl, &a, NULL, NULL, NULL);
-    sluice_client_unblock(c);
+    sluice_gate_enter(c, watermarks_nogvl, &a, NULL, NULL, NULL);
+    sluice_gate_leave(c);
     return rb_ary_new_from_args(3, INT2FIX(a.err), LL2NUM(a.low), LL2NUM(a.high));
-}
-
-/* #position([[topic, partition], ...]) -> [[topic, partition, offset, err], ...]: the next offset to fetch */
-static VALUE consumer_position(VALUE self, VALUE partitions) {
-    client_t *c = sluice_consumer_open(self);
-    rd_kafka_topic_partition_list_t *list = sluice_partitions_from(partitions);
-    rd_kafka_position(c->rk, list);
-    VALUE out = sluice_partitions_to_ary(list);
-    rd_kafka_topic_partition_list_destroy(list);
-    return out;
 }
 
 /* #pause(partitions) / #resume(partitions) -> [[topic, partition, offset, err], ...] */
@@ -448,10 +443,10 @@ static VALUE consumer_seek(VALUE self, VALUE partitions, VALUE timeout) {
     client_t *c = sluice_consumer_open(self);
     int timeout_ms = NUM2INT(timeout);
     struct seek_args a = {c, sluice_partitions_from(partitions), timeout_ms, NULL};
-    sluice_client_blocking(c, seek_nogvl, &a, NULL, NULL, release_seek_list);
+    sluice_gate_enter(c, seek_nogvl, &a, NULL, NULL, release_seek_list);
     VALUE out = rb_ary_new_from_args(2, sluice_error_tuple(a.error), sluice_partitions_to_ary(a.list));
     release_seek_list(&a);
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return out;
 }
 
@@ -488,7 +483,6 @@ void sluice_init_consume(VALUE klass) {
     rb_define_method(klass, "commit", consumer_commit, -1);
     rb_define_method(klass, "committed", consumer_committed, 2);
     rb_define_method(klass, "watermarks", consumer_watermarks, 3);
-    rb_define_method(klass, "position", consumer_position, 1);
     rb_define_method(klass, "pause", consumer_pause, 1);
     rb_define_method(klass, "resume", consumer_resume, 1);
     rb_define_method(klass, "seek", consumer_seek, 2);

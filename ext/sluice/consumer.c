@@ -11,7 +11,14 @@
  * no librdkafka -> Ruby call). Ruby handles each in its own frame and answers
  * it with #assign or #unassign here.
  */
+#include "consumer.h"
+
 #include "client.h"
+#include "gate.h"
+#include "init.h"
+#include "partition_list.h"
+#include "relay.h"
+#include "values.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -40,54 +47,6 @@ client_t *sluice_consumer_open(VALUE self) {
     sluice_consumer_not_closing(c);
     return c;
 }
-
-/*
- * [[topic, partition], ...] or [[topic, partition, offset], ...] -> a new list.
- * Checks every entry first: nothing native is allocated before that, so a bad
- * entry raises without leaking.
- */
-rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary) {
-    Check_Type(ary, T_ARRAY);
-    long n = RARRAY_LEN(ary);
-    for (long i = 0; i < n; i++) {
-        VALUE e = rb_ary_entry(ary, i);
-        Check_Type(e, T_ARRAY);
-        if (RARRAY_LEN(e) < 2) rb_raise(rb_eArgError, "partitions are [topic, partition(, offset)]");
-        sluice_cstr_at(e, 0);
-        NUM2INT(rb_ary_entry(e, 1));
-        if (RARRAY_LEN(e) > 2) NUM2LL(rb_ary_entry(e, 2));
-    }
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)(n > 0 ? n : 1));
-    for (long i = 0; i < n; i++) {
-        VALUE e = rb_ary_entry(ary, i);
-        rd_kafka_topic_partition_t *tp =
-            rd_kafka_topic_partition_list_add(list, sluice_cstr_at(e, 0), NUM2INT(rb_ary_entry(e, 1)));
-        if (RARRAY_LEN(e) > 2) tp->offset = NUM2LL(rb_ary_entry(e, 2));
-    }
-    return list;
-}
-
-/* A list -> [[topic, partition, offset, error_code], ...] */
-VALUE sluice_partitions_to_ary(const rd_kafka_topic_partition_list_t *list) {
-    VALUE out = rb_ary_new_capa(list ? list->cnt : 0);
-    for (int i = 0; list && i < list->cnt; i++) {
-        const rd_kafka_topic_partition_t *tp = &list->elems[i];
-        rb_ary_push(out, rb_ary_new_from_args(4, rb_str_new_cstr(tp->topic), INT2FIX(tp->partition), LL2NUM(tp->offset),
-                                              INT2FIX(tp->err)));
-    }
-    return out;
-}
-
-VALUE sluice_error_tuple(rd_kafka_error_t *error) {
-    if (!error) return Qnil;
-    VALUE out = rb_ary_new_from_args(5, INT2FIX(rd_kafka_error_code(error)), rb_str_new_cstr(rd_kafka_error_string(error)),
-                                     rd_kafka_error_is_fatal(error) ? Qtrue : Qfalse,
-                                     rd_kafka_error_is_retriable(error) ? Qtrue : Qfalse,
-                                     rd_kafka_error_txn_requires_abort(error) ? Qtrue : Qfalse);
-    rd_kafka_error_destroy(error);
-    return out;
-}
-
 
 /*
  * Group calls (subscribe, assign, assignment...) hand an op to librdkafka's
@@ -130,13 +89,13 @@ static void release_group_list(void *p) {
  * nil or an error ([code, ...] tuple, or the code alone with code_only). */
 static VALUE group_call(client_t *c, enum group_call call, rd_kafka_topic_partition_list_t *list, int code_only) {
     struct group_args a = {c, call, list, 0, NULL};
-    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL, release_group_list);
+    sluice_gate_enter(c, group_nogvl, &a, NULL, NULL, release_group_list);
     release_group_list(&a);
     VALUE out = a.error ? sluice_error_tuple(a.error)
                 : !a.err ? Qnil
                 : code_only ? INT2FIX(a.err)
                             : rb_ary_new_from_args(1, INT2FIX(a.err));
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return out;
 }
 
@@ -198,32 +157,15 @@ static VALUE consumer_subscribe(VALUE self, VALUE topics) {
 
 static VALUE consumer_unsubscribe(VALUE self) { return group_call(sluice_consumer_open(self), UNSUBSCRIBE, NULL, 1); }
 
-/* #subscription -> [topic, ...] */
-static VALUE consumer_subscription(VALUE self) {
-    client_t *c = sluice_consumer_open(self);
-    rd_kafka_topic_partition_list_t *list = NULL;
-    VALUE out = rb_ary_new();
-    if (rd_kafka_subscription(c->rk, &list) || !list) return out;
-    for (int i = 0; i < list->cnt; i++) rb_ary_push(out, rb_str_new_cstr(list->elems[i].topic));
-    rd_kafka_topic_partition_list_destroy(list);
-    return out;
-}
-
 /* #assignment -> [[topic, partition, offset, err], ...] */
 static VALUE consumer_assignment(VALUE self) {
     client_t *c = sluice_consumer_open(self);
     struct group_args a = {c, ASSIGNMENT, NULL, 0, NULL};
-    sluice_client_blocking(c, group_nogvl, &a, NULL, NULL, NULL); /* the list comes out of the call */
+    sluice_gate_enter(c, group_nogvl, &a, NULL, NULL, NULL); /* the list comes out of the call */
     VALUE out = a.list && !a.err ? sluice_partitions_to_ary(a.list) : rb_ary_new();
     release_group_list(&a);
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return out;
-}
-
-/* #rebalance_protocol -> "EAGER", "COOPERATIVE" or "NONE" (no assignment yet) */
-static VALUE consumer_rebalance_protocol(VALUE self) {
-    const char *protocol = rd_kafka_rebalance_protocol(sluice_consumer_open(self)->rk);
-    return rb_str_new_cstr(protocol ? protocol : "NONE");
 }
 
 static VALUE consumer_assignment_lost_p(VALUE self) {
@@ -293,14 +235,6 @@ static VALUE consumer_consumer_closed_p(VALUE self) {
     return rd_kafka_consumer_closed(sluice_consumer_open(self)->rk) ? Qtrue : Qfalse;
 }
 
-/* #member_id -> the group member id librdkafka was given (nil before joining) */
-static VALUE consumer_member_id(VALUE self) {
-    char *id = rd_kafka_memberid(sluice_consumer_open(self)->rk);
-    VALUE out = sluice_str_or_nil(id);
-    if (id) rd_kafka_mem_free(NULL, id);
-    return out;
-}
-
 void sluice_consumer_release(client_t *c) {
     if (c->consumer.sasl_queue) {
         rd_kafka_queue_io_event_enable(c->consumer.sasl_queue, -1, NULL, 0);
@@ -337,20 +271,18 @@ void sluice_consumer_release(client_t *c) {
     c->consumer.queue = NULL;
 }
 
-void sluice_init_consumer(VALUE klass) {
+VALUE sluice_init_consumer(VALUE client) {
+    VALUE klass = rb_define_class_under(sluice_mNative, "Consumer", client);
     rb_define_method(klass, "initialize", consumer_initialize, 1);
     rb_define_method(klass, "subscribe", consumer_subscribe, 1);
     rb_define_method(klass, "unsubscribe", consumer_unsubscribe, 0);
-    rb_define_method(klass, "subscription", consumer_subscription, 0);
     rb_define_method(klass, "assignment", consumer_assignment, 0);
-    rb_define_method(klass, "rebalance_protocol", consumer_rebalance_protocol, 0);
     rb_define_method(klass, "assignment_lost?", consumer_assignment_lost_p, 0);
     rb_define_method(klass, "assign", consumer_assign, 2);
     rb_define_method(klass, "unassign", consumer_unassign, 2);
     rb_define_method(klass, "close_start", consumer_close_start, 1);
     rb_define_method(klass, "close_begin", consumer_close_begin, 0);
     rb_define_method(klass, "consumer_closed?", consumer_consumer_closed_p, 0);
-    rb_define_method(klass, "member_id", consumer_member_id, 0);
-    sluice_init_consume(klass);
     id_sluice_caller = rb_intern("sluice_caller");
+    return klass;
 }

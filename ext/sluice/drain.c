@@ -4,7 +4,14 @@
  * non-blocking) and waited for by #wait_events (:thread mode, GVL released) or
  * through the wake-up pipe (:fd mode, the poller's selector).
  */
+#include "admin.h"
 #include "client.h"
+#include "gate.h"
+#include "init.h"
+#include "partition_list.h"
+#include "produce.h"
+#include "relay.h"
+#include "values.h"
 
 #include <errno.h>
 #include <math.h>
@@ -208,9 +215,9 @@ static VALUE client_wait_events(VALUE self, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     if (c->pending) return Qtrue;
     struct wait_args a = {c, NUM2INT(timeout)};
-    sluice_client_blocking(c, wait_events_nogvl, &a, wait_events_ubf, &a, NULL);
+    sluice_gate_enter(c, wait_events_nogvl, &a, wait_events_ubf, &a, NULL);
     VALUE ready = c->pending || (c->consumer.relay && events_left(c) > 0) ? Qtrue : Qfalse;
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return ready;
 }
 
@@ -219,12 +226,6 @@ static VALUE client_interrupt_wait(VALUE self) {
     client_t *c = sluice_client_get(self);
     if (c->queue && !c->closed && !sluice_forked(c->pid)) interrupt(c);
     return Qnil;
-}
-
-/* #queue_length -> events waiting on the main queue */
-static VALUE client_queue_length(VALUE self) {
-    client_t *c = sluice_client_open(self);
-    return SIZET2NUM(events_left(c) + (c->pending ? 1 : 0));
 }
 
 /*
@@ -274,7 +275,6 @@ void sluice_init_drain(VALUE klass) {
     rb_define_method(klass, "exhausted?", client_exhausted_p, 0);
     rb_define_method(klass, "wait_events", client_wait_events, 1);
     rb_define_method(klass, "interrupt_wait", client_interrupt_wait, 0);
-    rb_define_method(klass, "queue_length", client_queue_length, 0);
     rb_define_method(klass, "wakeup_enable", client_wakeup_enable, 0);
     rb_define_method(klass, "wakeup_disable", client_wakeup_disable, 0);
     rb_define_method(klass, "wakeup_signal", client_wakeup_signal, 0);

@@ -7,7 +7,7 @@
  * locks of ours) starts it; its output is read through a pipe with a deadline,
  * so an unreachable DNS server costs this broker thread GETENT_SECONDS at most.
  */
-#include "sluice.h"
+#include "resolve.h"
 
 #include <errno.h>
 #include <fcntl.h>

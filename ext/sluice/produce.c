@@ -3,7 +3,12 @@
  * the in-flight table that maps message opaques to Ruby delivery handles, and
  * the waits on what was produced (flush, purge).
  */
+#include "produce.h"
+
 #include "client.h"
+#include "gate.h"
+#include "init.h"
+#include "values.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -541,8 +546,8 @@ static void flush_ubf(void *p) { ((struct flush_args *)p)->interrupted = 1; }
 static VALUE client_flush(VALUE self, VALUE timeout) {
     client_t *c = sluice_client_open(self);
     struct flush_args a = {c, NUM2INT(timeout), 0, RD_KAFKA_RESP_ERR__TIMED_OUT};
-    sluice_client_blocking(c, flush_nogvl, &a, flush_ubf, &a, NULL);
-    sluice_client_unblock(c);
+    sluice_gate_enter(c, flush_nogvl, &a, flush_ubf, &a, NULL);
+    sluice_gate_leave(c);
     return a.err ? Qfalse : Qtrue;
 }
 
@@ -562,8 +567,8 @@ static VALUE client_purge(VALUE self) {
     client_t *c = sluice_client_open(self);
     struct purge_args a = {c, 0};
     /* waits briefly for the broker threads to drop their queues; nothing to cut short */
-    sluice_client_blocking(c, purge_nogvl, &a, NULL, NULL, NULL);
-    sluice_client_unblock(c);
+    sluice_gate_enter(c, purge_nogvl, &a, NULL, NULL, NULL);
+    sluice_gate_leave(c);
     return INT2FIX(a.err);
 }
 
@@ -636,7 +641,8 @@ static VALUE producer_initialize(VALUE self, VALUE pairs) {
     return self;
 }
 
-void sluice_init_produce(VALUE klass) {
+VALUE sluice_init_produce(VALUE client) {
+    VALUE klass = rb_define_class_under(sluice_mNative, "Producer", client);
     rb_define_method(klass, "initialize", producer_initialize, 1);
     rb_define_method(klass, "validate", client_validate, 1);
     rb_define_method(klass, "handles", client_handles, 2);
@@ -661,4 +667,5 @@ void sluice_init_produce(VALUE klass) {
     id_iv_topic = rb_intern("@topic");
     id_iv_label = rb_intern("@label");
     id_iv_notifier = rb_intern("@notifier");
+    return klass;
 }

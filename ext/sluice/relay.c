@@ -17,7 +17,7 @@
  * queue's lines would be printed by the background thread, not relayed), as
  * plain records in the same FIFO.
  */
-#include "client.h"
+#include "relay.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -25,7 +25,9 @@
  * seed), and so is a caught child's own Socket code: README says to close
  * clients before forking where children create their own.
  */
-#include "sluice.h"
+#include "resolve.h"
+
+#include "init.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

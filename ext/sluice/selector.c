@@ -12,6 +12,8 @@
  */
 #include "selector.h"
 
+#include "init.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -115,8 +117,9 @@ static VALUE selector_initialize(VALUE self) {
     selector_t *s = selector_get(self);
     if (s->wake_r >= 0) rb_raise(rb_eRuntimeError, "selector already initialized");
     if (wake_open(s) < 0) rb_sys_fail("selector interrupt fd");
-    if (sluice_backend_open(s) < 0) {
+    if (sluice_backend_open(s) < 0 || sluice_backend_add(s, s->wake_r, SELECTOR_WAKE_TOKEN) < 0) {
         int err = errno;
+        sluice_backend_close(s);
         wake_close(s);
         rb_syserr_fail(err, sluice_selector_backend);
     }
@@ -189,6 +192,23 @@ void sluice_selector_blocking(selector_t *s, void *(*fn)(void *), void *arg) {
     s->waiting--;
 }
 
+/* The backend's wait, as Ruby sees it: the ready fds' tokens in an Array, the
+ * interrupt fd's reported in *woken instead; raises for a failed wait. */
+static VALUE ready_tokens(selector_t *s, int timeout_ms, int *woken) {
+    VALUE buffer;
+    int room = (int)s->count + 1;
+    uint32_t *ready = ALLOCV_N(uint32_t, buffer, room); /* GC-owned: nothing leaks if a raise follows */
+    int n = sluice_backend_wait(s, timeout_ms, ready, room), err = errno;
+    if (n < 0 && err != EINTR) rb_syserr_fail(err, sluice_selector_wait_call);
+    VALUE tokens = rb_ary_new_capa(n > 0 ? n : 0);
+    for (int i = 0; i < n; i++) {
+        if (ready[i] == SELECTOR_WAKE_TOKEN) *woken = 1;
+        else rb_ary_push(tokens, LONG2FIX((long)ready[i]));
+    }
+    ALLOCV_END(buffer);
+    return tokens;
+}
+
 /*
  * #wait(timeout_ms) -> [token, ...] of the ready pipes (possibly empty)
  *
@@ -201,8 +221,8 @@ void sluice_selector_blocking(selector_t *s, void *(*fn)(void *), void *arg) {
  */
 static VALUE selector_wait(VALUE self, VALUE timeout) {
     selector_t *s = selector_open(self);
-    int woken = 0;
-    VALUE tokens = sluice_backend_wait(s, NUM2INT(timeout), &woken);
+    int timeout_ms = NUM2INT(timeout), woken = 0;
+    VALUE tokens = ready_tokens(s, timeout_ms, &woken);
     rb_thread_check_ints();
     if (woken && s->wake_r >= 0) wake_clear(s); /* closed by another thread meanwhile: nothing to clear */
     return tokens;

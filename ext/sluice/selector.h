@@ -10,7 +10,9 @@
  *
  * The registry is kept by selector.c for every backend, so duplicates, #count
  * and #remove behave the same everywhere; the poll backend builds its pollfd
- * array from it, the others mirror it in a kernel set.
+ * array from it, the others mirror it in a kernel set. A backend holds only
+ * its system calls: what is the same for all of them (the interrupt fd's
+ * registration, error handling, tokens to Ruby) is selector.c's.
  */
 #ifndef SLUICE_SELECTOR_H
 #define SLUICE_SELECTOR_H
@@ -42,25 +44,32 @@ static inline long selector_find(const selector_t *s, int fd) {
     return fd >= 0 && fd < s->index_capa ? s->index_of[fd] : -1;
 }
 
-/* ---- implemented by the backend built ---- */
+/*
+ * ---- implemented by the backend built: its system calls, nothing else ----
+ * (selector.c keeps the registry, registers the interrupt fd, turns ready
+ * tokens into Ruby's Array and raises; every function here reports errors as
+ * -1 with errno set.)
+ */
 
-extern const char sluice_selector_backend[]; /* "epoll", "kqueue" or "poll" */
+extern const char sluice_selector_backend[];   /* "epoll", "kqueue" or "poll" */
+extern const char sluice_selector_wait_call[]; /* its wait's system call, for the error message */
 
-/* Sets up s->set_fd watching s->wake_r (reported as SELECTOR_WAKE_TOKEN). -1 with errno. */
+/* Creates the kernel set in s->set_fd (nothing for poll). On failure selector.c calls sluice_backend_close. */
 int sluice_backend_open(selector_t *s);
 /* Releases s->set_fd; in a forked child too (sluice_forked(s->pid)). */
 void sluice_backend_close(selector_t *s);
-/* Watches fd for reading; the registry already holds room for it. -1 with errno. */
+/* Watches fd for reading (the interrupt fd too, as SELECTOR_WAKE_TOKEN); the registry already holds room for it. */
 int sluice_backend_add(selector_t *s, int fd, uint32_t token);
-/* Stops watching fd. -1 with errno (ENOENT or EBADF: the fd was closed meanwhile). */
+/* Stops watching fd (ENOENT or EBADF: the fd was closed meanwhile). */
 int sluice_backend_remove(selector_t *s, int fd);
 /*
  * Waits at most timeout_ms (negative: no limit) with the GVL released only
- * around the system call (sluice_selector_blocking) and returns the tokens of
- * the ready fds. *woken tells whether the interrupt fd was ready; it is not
- * read here, and no pending Ruby interrupt is raised here.
+ * around the system call (sluice_selector_blocking), then writes the tokens
+ * of at most room ready fds into ready (room >= the registry's count + 1):
+ * how many. Reads nothing, raises nothing: an interrupt pending before the
+ * call means no wait and 0 tokens.
  */
-VALUE sluice_backend_wait(selector_t *s, int timeout_ms, int *woken);
+int sluice_backend_wait(selector_t *s, int timeout_ms, uint32_t *ready, int room);
 
 /* ---- selector.c, for the backends ---- */
 

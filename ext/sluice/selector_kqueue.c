@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 const char sluice_selector_backend[] = "kqueue";
+const char sluice_selector_wait_call[] = "kevent";
 
 static int change(int kq, int fd, int flags, uint32_t token) {
     struct kevent ev;
@@ -29,13 +30,7 @@ static int change(int kq, int fd, int flags, uint32_t token) {
 int sluice_backend_open(selector_t *s) {
     s->set_fd = kqueue();
     if (s->set_fd < 0) return -1;
-    if (fcntl(s->set_fd, F_SETFD, FD_CLOEXEC) < 0 || change(s->set_fd, s->wake_r, EV_ADD, SELECTOR_WAKE_TOKEN) < 0) {
-        int err = errno;
-        sluice_backend_close(s);
-        errno = err;
-        return -1;
-    }
-    return 0;
+    return fcntl(s->set_fd, F_SETFD, FD_CLOEXEC) < 0 ? -1 : 0;
 }
 
 void sluice_backend_close(selector_t *s) {
@@ -48,31 +43,27 @@ int sluice_backend_add(selector_t *s, int fd, uint32_t token) { return change(s-
 int sluice_backend_remove(selector_t *s, int fd) { return change(s->set_fd, fd, EV_DELETE, 0); }
 
 struct wait_args {
-    int kq, timeout_ms, count, err;
+    int kq, timeout_ms, room, count, err;
     struct kevent events[SELECTOR_MAX_EVENTS];
 };
 
 static void *wait_nogvl(void *p) {
     struct wait_args *a = p;
     struct timespec ts = {a->timeout_ms / 1000, (long)(a->timeout_ms % 1000) * 1000000};
-    a->count = kevent(a->kq, NULL, 0, a->events, SELECTOR_MAX_EVENTS, a->timeout_ms < 0 ? NULL : &ts);
+    a->count = kevent(a->kq, NULL, 0, a->events, a->room, a->timeout_ms < 0 ? NULL : &ts);
     a->err = errno;
     return NULL;
 }
 
-VALUE sluice_backend_wait(selector_t *s, int timeout_ms, int *woken) {
+int sluice_backend_wait(selector_t *s, int timeout_ms, uint32_t *ready, int room) {
     struct wait_args a;
     a.kq = s->set_fd;
     a.timeout_ms = timeout_ms;
+    a.room = room < SELECTOR_MAX_EVENTS ? room : SELECTOR_MAX_EVENTS;
     a.count = a.err = 0;
     sluice_selector_blocking(s, wait_nogvl, &a);
-    if (a.count < 0 && a.err != EINTR) rb_syserr_fail(a.err, "kevent");
-    VALUE tokens = rb_ary_new_capa(a.count > 0 ? a.count : 0);
-    for (int i = 0; i < a.count; i++) {
-        uint32_t token = (uint32_t)(uintptr_t)a.events[i].udata;
-        if (token == SELECTOR_WAKE_TOKEN) *woken = 1;
-        else rb_ary_push(tokens, LONG2FIX((long)token));
-    }
-    return tokens;
+    if (a.count < 0) errno = a.err;
+    for (int i = 0; i < a.count; i++) ready[i] = (uint32_t)(uintptr_t)a.events[i].udata;
+    return a.count;
 }
 #endif

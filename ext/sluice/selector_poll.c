@@ -15,11 +15,13 @@
 #include <poll.h>
 
 const char sluice_selector_backend[] = "poll";
+const char sluice_selector_wait_call[] = "poll";
 
 int sluice_backend_open(selector_t *s) { return 0; }
 
 void sluice_backend_close(selector_t *s) {}
 
+/* (The interrupt fd needs nothing: it is every wait's first pollfd.) */
 int sluice_backend_add(selector_t *s, int fd, uint32_t token) {
     if (s->waiting) sluice_selector_signal(s);
     return 0;
@@ -40,15 +42,18 @@ static void *wait_nogvl(void *p) {
     return NULL;
 }
 
-/* Reports a ready fd's token; one found closed (POLLNVAL) is never polled again. */
-static void collect(selector_t *s, const struct pollfd *pfd, VALUE tokens) {
+/* A ready fd's token, or -1; one found closed (POLLNVAL) is never polled again. */
+static int64_t ready_token(selector_t *s, const struct pollfd *pfd) {
     long at = selector_find(s, pfd->fd);
-    if (at < 0) return; /* removed during the wait */
-    if (pfd->revents & POLLNVAL) s->entries[at].closed = 1;
-    else rb_ary_push(tokens, LONG2FIX((long)s->entries[at].token));
+    if (at < 0) return -1; /* removed during the wait */
+    if (pfd->revents & POLLNVAL) {
+        s->entries[at].closed = 1;
+        return -1;
+    }
+    return s->entries[at].token;
 }
 
-VALUE sluice_backend_wait(selector_t *s, int timeout_ms, int *woken) {
+int sluice_backend_wait(selector_t *s, int timeout_ms, uint32_t *ready, int room) {
     VALUE buffer;
     long n = s->count + 1;
     struct pollfd *fds = ALLOCV_N(struct pollfd, buffer, n); /* GC-owned: nothing leaks if a raise follows */
@@ -59,14 +64,14 @@ VALUE sluice_backend_wait(selector_t *s, int timeout_ms, int *woken) {
     }
     struct wait_args a = {fds, (nfds_t)n, timeout_ms, 0, 0};
     sluice_selector_blocking(s, wait_nogvl, &a);
-    if (a.count < 0 && a.err != EINTR) rb_syserr_fail(a.err, "poll");
-    VALUE tokens = rb_ary_new();
-    if (a.count > 0) {
-        *woken = fds[0].revents != 0;
-        for (long i = 1; i < n; i++)
-            if (fds[i].revents) collect(s, &fds[i], tokens);
+    int count = 0;
+    if (a.count > 0 && fds[0].revents) ready[count++] = SELECTOR_WAKE_TOKEN;
+    for (long i = 1; a.count > 0 && i < n && count < room; i++) {
+        int64_t token = fds[i].revents ? ready_token(s, &fds[i]) : -1;
+        if (token >= 0) ready[count++] = (uint32_t)token;
     }
     ALLOCV_END(buffer);
-    return tokens;
+    if (a.count < 0) errno = a.err;
+    return a.count < 0 ? -1 : count;
 }
 #endif

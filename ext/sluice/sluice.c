@@ -1,7 +1,12 @@
 /*
  * Sluice::Native — module functions and the extension's entry point.
+ *
+ * ext/sluice/README.md maps the native surface: which file owns what, every
+ * native class and method, who calls it from Ruby and why it is native.
  */
 #include "sluice.h"
+
+#include "init.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +75,15 @@ static VALUE lookup_error(const char *name) {
     return rb_const_get(errors, rb_intern(name));
 }
 
+/*
+ * Every file's Init runs once, from here. The order: the resolver's fork
+ * handler first (before any client can resolve); the modules and the error
+ * classes (lib/sluice/errors.rb is required before the extension) that every
+ * file raises; then the class tree top-down, since a subclass needs its
+ * parent: Client (and what every kind shares: the main queue, partition
+ * counts, Admin), Producer with its transactions, Consumer with its queue.
+ * The selector and the test hooks depend on no class.
+ */
 void Init_sluice_ext(void) {
     sluice_current_pid = getpid();
     pthread_atfork(NULL, NULL, sluice_atfork_child);
@@ -78,7 +92,6 @@ void Init_sluice_ext(void) {
     sluice_mSluice = rb_define_module("Sluice");
     sluice_mNative = rb_define_module_under(sluice_mSluice, "Native");
 
-    /* lib/sluice/errors.rb is required before the extension. */
     sluice_eConfigurationInvalid = lookup_error("ConfigurationInvalidError");
     sluice_eMessageInvalid = lookup_error("MessageInvalidError");
     sluice_eProducerClosed = lookup_error("ProducerClosedError");
@@ -93,6 +106,13 @@ void Init_sluice_ext(void) {
     rb_define_module_function(sluice_mNative, "error_descriptions", native_error_descriptions, 0);
     rb_define_module_function(sluice_mNative, "librdkafka_version", native_librdkafka_version, 0);
 
-    sluice_init_client();
+    VALUE cClient = sluice_init_client();
+    sluice_init_drain(cClient);
+    sluice_init_admin(cClient);
+    VALUE cProducer = sluice_init_produce(cClient);
+    sluice_init_transactions(cProducer);
+    VALUE cConsumer = sluice_init_consumer(cClient);
+    sluice_init_consume(cConsumer);
     sluice_init_selector();
+    sluice_init_test_hooks();
 }

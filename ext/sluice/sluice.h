@@ -1,9 +1,11 @@
 /*
- * Shared declarations of the sluice native driver.
+ * What every file of the sluice native driver shares: Ruby, librdkafka, the
+ * Sluice and Sluice::Native modules, the error classes, the fork check, pipes
+ * and the clock. Each other concern has a header of its own (README.md).
  *
  * The extension is a thin driver: it owns librdkafka handles, queues, pipes and
- * the epoll selector, and runs the hot loops (produce, drain a queue, wait on
- * many fds). Policy — when to poll, lifecycles, instrumentation, error wording —
+ * the selector, and runs the hot loops (produce, drain a queue, wait on many
+ * fds). Policy — when to poll, lifecycles, instrumentation, error wording —
  * lives in Ruby (lib/sluice).
  */
 #ifndef SLUICE_H
@@ -40,17 +42,7 @@ static inline int sluice_forked(pid_t owner_pid) { return owner_pid != sluice_cu
  * inherit it). Returns -1 with errno set. */
 int sluice_pipe(int fds[2]);
 
-/* Every client resolves broker names through resolve.c, which counts lookups in
- * flight: a fork waits for none, and a child forked mid-lookup (glibc's resolver
- * locks maybe held) resolves through getent(1) instead (getent.c). */
-void sluice_conf_set_resolver(rd_kafka_conf_t *conf);
-void sluice_init_resolve(void);
-int sluice_getent_hosts(const char *name, int family, char **output);
-
 /* Monotonic clock in milliseconds (vDSO, no syscall). */
 double sluice_now_ms(void);
-
-void sluice_init_client(void);
-void sluice_init_selector(void);
 
 #endif

@@ -4,6 +4,11 @@
  * be cut short: see txn_call.
  */
 #include "client.h"
+#include "consumer.h"
+#include "gate.h"
+#include "init.h"
+#include "partition_list.h"
+#include "values.h"
 
 
 enum txn_op { TXN_INIT, TXN_BEGIN, TXN_COMMIT, TXN_ABORT };
@@ -34,9 +39,9 @@ static void *txn_nogvl(void *p) {
 static VALUE txn_call(VALUE self, enum txn_op op, int timeout_ms) {
     client_t *c = sluice_client_open(self);
     struct txn_args a = {c, op, timeout_ms, NULL};
-    sluice_client_blocking(c, txn_nogvl, &a, NULL, NULL, NULL);
+    sluice_gate_enter(c, txn_nogvl, &a, NULL, NULL, NULL);
     VALUE tuple = sluice_error_tuple(a.error);
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return tuple;
 }
 
@@ -77,10 +82,10 @@ static VALUE producer_send_offsets_to_transaction(VALUE self, VALUE consumer, VA
     client_t *group_client = sluice_consumer_open(consumer);
     struct send_offsets_args a = {c, sluice_partitions_from(offsets), NULL, NUM2INT(timeout), NULL};
     a.group = rd_kafka_consumer_group_metadata(group_client->rk);
-    sluice_client_blocking(c, send_offsets_nogvl, &a, NULL, NULL, release_send_offsets);
+    sluice_gate_enter(c, send_offsets_nogvl, &a, NULL, NULL, release_send_offsets);
     release_send_offsets(&a);
     VALUE tuple = sluice_error_tuple(a.error);
-    sluice_client_unblock(c);
+    sluice_gate_leave(c);
     return tuple;
 }
 

@@ -117,6 +117,12 @@ module SpecHelpers
     consumer&.close
   end
 
+  # A fatal error in a producer's native client, as librdkafka raises when
+  # idempotence breaks: a real broker does not fail that way on demand.
+  def break_idempotence(client, reason)
+    Sluice::Native::TestHooks.fatal_error(client, Sluice::KafkaError.number_for(:out_of_order_sequence_number), reason)
+  end
+
   # Counts this process's open fds and live Ruby threads.
   def open_fds = Dir.children("/proc/self/fd").size
   def live_threads = Thread.list.count(&:alive?)

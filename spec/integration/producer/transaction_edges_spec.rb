@@ -246,7 +246,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       idempotent.produce_sync(topic: "sluice-spec-1p", payload: "before")
       lingering = idempotent.produce_async(topic: "sluice-spec-1p", payload: "lingering")
       old_client = idempotent.instance_variable_get(:@client)
-      old_client.send(:test_fatal_error, Sluice::KafkaError.number_for(:out_of_order_sequence_number), "spec: idempotence broke")
+      break_idempotence(old_client, "spec: idempotence broke")
 
       report = idempotent.produce_sync(topic: "sluice-spec-1p", payload: "after")
       expect(report.error).to be_nil
@@ -270,7 +270,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       end
       errors = record_events(idempotent.monitor, "error.occurred")
       break_client = lambda do
-        idempotent.instance_variable_get(:@client).send(:test_fatal_error, Sluice::KafkaError.number_for(:out_of_order_sequence_number), "spec")
+        break_idempotence(idempotent.instance_variable_get(:@client), "spec")
       end
 
       break_client.call
@@ -294,9 +294,9 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       reloads = record_events(idempotent.monitor, "producer.reloaded")
       # every new client breaks at once: the reloads cannot help
       idempotent.monitor.subscribe("producer.reloaded") do
-        idempotent.instance_variable_get(:@client).send(:test_fatal_error, Sluice::KafkaError.number_for(:out_of_order_sequence_number), "again")
+        break_idempotence(idempotent.instance_variable_get(:@client), "again")
       end
-      idempotent.instance_variable_get(:@client).send(:test_fatal_error, Sluice::KafkaError.number_for(:out_of_order_sequence_number), "first")
+      break_idempotence(idempotent.instance_variable_get(:@client), "first")
 
       expect { idempotent.produce_sync(topic: "sluice-spec-1p", payload: "never") }
         .to raise_error(Sluice::Errors::ProduceError) { |e| expect(e.fatal?).to be(true) }
