@@ -150,11 +150,12 @@ module Sluice
         acks ? taken.flat_map { |handle| [handle, nil, nil, 0] } : nil
       end
 
-      def exhausted? = @lock.synchronize { @acks.empty? }
+      # The last drain ran out of budget? Never: it takes everything.
+      def exhausted? = false
 
       # :thread mode's wait: acknowledgements waiting, or a wake-up.
       def wait_events(timeout_ms)
-        return true unless exhausted?
+        return true unless @lock.synchronize { @acks.empty? }
 
         !IO.select([@reader], nil, nil, timeout_ms / 1000.0).nil?
       rescue IOError # closed meanwhile
