@@ -162,6 +162,18 @@ RSpec.describe "Sluice::Clients::Buffered and Dummy" do
     expect { producer.produce_sync(topic: "events", payload: 1) }.to raise_error(Sluice::Errors::MessageInvalidError)
   end
 
+  it "leaves the poller idle once its acknowledgements are drained (no re-arming)" do
+    poller = Sluice::Polling::Poller.new
+    producer = Sluice::Producer.new do |config|
+      config.client_class = Sluice::Clients::Buffered
+      config.polling.poller = poller
+    end
+    test_producers << producer
+    3.times { producer.produce_async(topic: "events", payload: "x") }
+    expect(producer.flush(5_000)).to be(true)
+    expect(poller.stats[:rearms]).to eq(0)
+  end
+
   it "validates client_class" do
     expect { build(String) }.to raise_error(Sluice::Errors::ConfigurationInvalidError, /client_class must be a producer client class/)
   end
