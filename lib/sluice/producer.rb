@@ -30,6 +30,11 @@ module Sluice
 
     attr_reader :middleware
 
+    # The client in use (WaterDrop's name): a Native::Producer, or the
+    # config.client_class of a test (Clients::Buffered#messages). A reload
+    # replaces it.
+    attr_reader :client
+
     # @yieldparam config [Config]
     # @raise [Errors::ConfigurationInvalidError]
     def initialize(&)

@@ -33,6 +33,10 @@ module Sluice
       # produce). Default 5,000: the wait costs one delivery's round trip, and
       # only when the transaction has no acknowledged delivery yet. 0 aborts at once.
       attr_accessor :wait_timeout_on_transaction_abort
+      # The client the producer drives: Native::Producer (librdkafka), or an
+      # in-memory one for tests, Clients::Buffered or Clients::Dummy, as
+      # WaterDrop's client_class. Built with the librdkafka properties.
+      attr_accessor :client_class
 
       def initialize
         super
@@ -48,6 +52,7 @@ module Sluice
         @max_attempts_on_idempotent_fatal_error = 5
         @non_reloadable_errors = %i[fenced]
         @wait_timeout_on_transaction_abort = 5_000
+        @client_class = Native::Producer
       end
 
       # @raise [Errors::ConfigurationInvalidError] naming the first bad setting
@@ -57,6 +62,7 @@ module Sluice
         positive!(:wait_backoff_on_queue_full, @wait_backoff_on_queue_full)
         positive!(:wait_timeout_on_queue_full, @wait_timeout_on_queue_full)
         validate_fatal_error_handling!
+        validate_client_class!
         self
       end
 
@@ -86,6 +92,13 @@ module Sluice
         invalid!("non_reloadable_errors must be an Array of error codes (Symbols), got #{@non_reloadable_errors.inspect}")
       end
 
+      def validate_client_class!
+        return if @client_class.is_a?(Class) && %i[produce produce_many drain destroy].all? { |name| @client_class.method_defined?(name) }
+
+        invalid!("client_class must be a producer client class (Sluice::Native::Producer, Sluice::Clients::Buffered, " \
+                 "Sluice::Clients::Dummy), got #{@client_class.inspect}")
+      end
+
       def count!(name, value)
         invalid!("#{name} must be a positive Integer, got #{value.inspect}") unless value.is_a?(Integer) && value.positive?
       end
@@ -96,4 +109,11 @@ end
 module Sluice
   # The producer's settings class before Producer::Config: kept for code that names it.
   Config = Producer::Config
+
+  # In-memory producer clients for tests (Producer::Config#client_class),
+  # loaded when first named.
+  module Clients
+    autoload :Dummy, File.expand_path("../clients/dummy", __dir__)
+    autoload :Buffered, File.expand_path("../clients/buffered", __dir__)
+  end
 end

@@ -57,7 +57,7 @@ module Sluice
 
       def kind = :producer
 
-      def native_class = Native::Producer
+      def native_class = @config.client_class
 
       def closed_error = Errors::ProducerClosedError
 

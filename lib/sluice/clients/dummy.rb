@@ -1,0 +1,237 @@
+# frozen_string_literal: true
+
+require "zlib"
+
+module Sluice
+  module Clients
+    # An in-memory stand-in for the native producer client (WaterDrop's
+    # Clients::Dummy): `config.client_class = Sluice::Clients::Dummy`. It
+    # accepts every valid message and drops it; no broker is contacted.
+    #
+    # Only the native client is replaced: the producer above it (middleware,
+    # validation, variants, buffering, transactions, handles, events) is the
+    # real one. Messages are checked by the native client's own validation
+    # (the same MessageInvalidError, word for word). librdkafka properties are
+    # not checked: no librdkafka handle is built.
+    #
+    # Each message is delivered as it is produced: its handle resolves before
+    # produce_async returns, with its partition (the message's, else CRC32 of
+    # partition_key or key over #partition_counts, as librdkafka's default
+    # partitioner, else 0) and an offset counted per topic-partition from 0.
+    # Its acknowledgement goes through the poller like a real delivery
+    # report's, so `message.acknowledged` listeners see it; #flush waits for it.
+    class Dummy
+      # The native client's message checks, without a librdkafka handle (an
+      # allocated, never started native client validates and owns nothing).
+      VALIDATOR = Native::Producer.allocate
+      NO_PARTITION = -1 # RD_KAFKA_PARTITION_UA
+
+      # Partitions per topic, for messages partitioned by key: `client.partition_counts["events"] = 3`.
+      attr_reader :partition_counts
+      # The librdkafka properties the producer was built with.
+      attr_reader :settings
+
+      # @param kafka_pairs [Array<Array(String, String)>] the producer's librdkafka properties (kept, not checked)
+      def initialize(kafka_pairs)
+        @settings = kafka_pairs.to_h.freeze
+        @partition_counts = Hash.new(1)
+        @lock = Mutex.new
+        @drained = ConditionVariable.new
+        @offsets = Hash.new(0) # [topic, partition] => next offset
+        @acks = [] # resolved handles whose acknowledgement the poller has not drained yet
+        @topic_configs = 0
+        @pid = Process.pid
+        @reader, @writer = IO.pipe # the wake-up of both polling modes; closed by #destroy
+        @destroyed = false
+      end
+
+      def name = "#{@settings.fetch("client.id", "rdkafka")}#dummy-#{object_id}"
+
+      # --- producing (Native::Producer's contract) --------------------------
+
+      def validate(message) = VALIDATOR.validate(message)
+
+      def handles(klass, notifier)
+        @handle_class = klass
+        @notifier = notifier
+        nil
+      end
+
+      # @return [DeliveryHandle], or false: the message has a partition_key and
+      #   no partition (the producer resolves the key, then calls again)
+      def produce(message, partition = nil, _topic_config_id = nil)
+        open!
+        validate(message)
+        return false if unplaced?(message, partition)
+
+        deliver(message, partition)
+      end
+
+      # @return [Array(Array<DeliveryHandle>, nil)], or false as #produce
+      def produce_many(messages, partitions = nil, _topic_config_id = nil)
+        open!
+        messages.each { |message| validate(message) }
+        return false if partitions.nil? && messages.any? { |message| unplaced?(message, nil) }
+
+        [messages.each_with_index.map { |message, i| deliver(message, partitions&.at(i)) }, nil]
+      end
+
+      def add_topic_config(_pairs) = @lock.synchronize { @topic_configs += 1 }
+
+      # @return [Array(Integer, Integer)] no error, and #partition_counts' count
+      def partition_count(topic, _timeout_ms) = [0, @partition_counts[topic.to_s]]
+
+      # librdkafka's consistent partitioner (its default, consistent_random, for a key).
+      def partition_for(key, count) = key.empty? || count <= 0 ? NO_PARTITION : Zlib.crc32(key) % count
+
+      # Waits until the poller has taken every acknowledgement.
+      # @return [Boolean] false when timeout_ms (-1: none) passed first
+      def flush(timeout_ms)
+        open!
+        deadline = timeout_ms.negative? ? nil : now + (timeout_ms / 1000.0)
+        @lock.synchronize do
+          until @acks.empty?
+            left = deadline && deadline - now
+            return false if left && left <= 0
+
+            @drained.wait(@lock, left)
+          end
+        end
+        true
+      end
+
+      def outq_len = @lock.synchronize { @acks.size }
+      alias queue_length outq_len
+
+      # Every message is delivered at once: nothing is ever in flight.
+      def inflight_count = 0
+      def take_inflight = []
+      def purge = 0
+      def progress = 0
+      def fatal_error = nil
+
+      # --- transactions (the producer's Ruby side keeps their rules) -------
+
+      def init_transactions(_timeout_ms) = nil
+
+      # Each returns nil: librdkafka's "no error".
+      def begin_transaction = nil
+
+      def commit_transaction(_timeout_ms) = nil
+
+      def abort_transaction(_timeout_ms) = nil
+
+      def send_offsets_to_transaction(_consumer, _offsets, _timeout_ms) = nil
+
+      # --- the poller's contract -------------------------------------------
+
+      # The pipe the poller waits on: written when acknowledgements are waiting.
+      def wakeup_enable
+        open!
+        @reader.fileno
+      end
+
+      # The pipe lives until #destroy: :thread mode waits on it too.
+      def wakeup_disable = nil
+
+      def wakeup_fd = @destroyed ? nil : @reader.fileno
+
+      def wakeup_signal = @lock.synchronize { signal }
+
+      def interrupt_wait = wakeup_signal
+
+      # @return [Array] the poller's flat quads: [handle, nil, nil, 0] per
+      #   acknowledgement when acks (someone listens to message.acknowledged)
+      def drain(_budget_ms, acks)
+        taken = @lock.synchronize do
+          empty_pipe
+          @acks.slice!(0..).tap { @drained.broadcast }
+        end
+        acks ? taken.flat_map { |handle| [handle, nil, nil, 0] } : nil
+      end
+
+      # The last drain ran out of budget? Never: it takes everything.
+      def exhausted? = false
+
+      # :thread mode's wait: acknowledgements waiting, or a wake-up.
+      def wait_events(timeout_ms)
+        return true unless @lock.synchronize { @acks.empty? }
+
+        !IO.select([@reader], nil, nil, timeout_ms / 1000.0).nil?
+      rescue IOError # closed meanwhile
+        false
+      end
+
+      def oauthbearer_set_token(_token, _lifetime_ms, _principal_name, _extensions) = nil
+
+      def oauthbearer_set_token_failure(_reason) = nil
+
+      def destroy(*)
+        @lock.synchronize do
+          @destroyed = true
+          [@reader, @writer].each(&:close) unless @reader.closed?
+        end
+        nil
+      end
+
+      def closed? = @destroyed || forked?
+
+      def forked? = @pid != Process.pid
+
+      def inspect = "#<#{self.class.name} #{closed? ? "closed" : "open"}>"
+
+      private
+
+      # What the real client does about a partition_key without a partition: asks Ruby.
+      def unplaced?(message, partition)
+        partition.nil? && [nil, NO_PARTITION].include?(message[:partition]) && !message[:partition_key].nil?
+      end
+
+      def open!
+        raise Errors::ForkedProcessError, "this producer was created in process #{@pid} and cannot be used in a forked process" if forked?
+        raise Errors::ProducerClosedError, "producer is closed" if @destroyed
+      end
+
+      def deliver(message, partition)
+        topic = message[:topic].to_s
+        partition = place(message, topic, partition)
+        handle = @handle_class.new(@notifier, topic, message[:label])
+        @lock.synchronize do
+          offset = @offsets[[topic, partition]]
+          @offsets[[topic, partition]] = offset + 1
+          handle.resolve(partition, offset, 0)
+          kept(message, topic, handle)
+          signal if @acks.empty?
+          @acks << handle
+        end
+        @notifier&.notify
+        handle
+      end
+
+      # Under the lock, once the message has its place: Buffered keeps it.
+      def kept(_message, _topic, _handle) = nil
+
+      def place(message, topic, partition)
+        partition ||= message[:partition]
+        return partition if partition && partition != NO_PARTITION
+
+        key = message[:key]
+        key.nil? || key.empty? ? 0 : partition_for(key, @partition_counts[topic])
+      end
+
+      def signal
+        @writer.write_nonblock("1", exception: false)
+      rescue IOError
+        nil # closed by destroy meanwhile
+      end
+
+      def empty_pipe
+        loop { break unless @reader.read_nonblock(64, exception: false).is_a?(String) }
+      rescue IOError
+        nil
+      end
+
+      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

@@ -1,0 +1,297 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require_relative "log"
+
+module Sluice
+  module Testing
+    # A consumer that reads from memory: a spec feeds it messages and runs the
+    # application's each_message / each_batch / poll code on them, with the
+    # public API and the offset rules of Sluice::Consumer:
+    #
+    # - each_message stores a message's offset (the one after it) once its
+    #   block finished, each_batch a batch's; commit commits what is stored
+    #   (close too, unless auto_commit: false), and a new consumer of the same
+    #   messages would start there (#committed);
+    # - a block that raises (or breaks) stores nothing and puts the partition
+    #   back to the message (each_batch: to its first message of the batch):
+    #   it is handed out again;
+    # - pause stops handing out a partition, skipping nothing; resume goes on
+    #   where it stopped; seek moves the partition's position.
+    #
+    # Unlike a real consumer, reading ends when nothing is left: each_message
+    # and each_batch return once every message fed (to assigned, unpaused
+    # partitions) was handed out, poll returns nil then (or waits up to its
+    # timeout for a #feed from another thread). #stop ends them earlier.
+    # Messages are handed out in the order they were fed.
+    class Consumer
+      include Clock
+
+      # What #committed says of a partition with no committed offset (RD_KAFKA_OFFSET_INVALID).
+      NO_OFFSET = -1001
+      OFFSET_BEGINNING = -2
+      OFFSET_END = -1
+
+      attr_reader :id
+
+      # @param auto_commit [Boolean] close commits the stored offsets (as "enable.auto.commit")
+      def initialize(id: "sluice-testing-#{SecureRandom.hex(4)}", auto_commit: true)
+        @id = id
+        @auto_commit = auto_commit
+        @log = Log.new
+        @lock = Mutex.new
+        @fed = ConditionVariable.new
+        @subscription = []
+        @assigned = {} # [topic, partition] => true, from #assign
+        @positions = {} # [topic, partition] => next offset to hand out
+        @paused = {}
+        @stored = {}
+        @committed = {}
+        @stopping = false
+        @closed = false
+      end
+
+      # Adds a message at the end of its partition (as a producer would).
+      # @return [Message]
+      # @param timestamp [Time, Integer] a Time or milliseconds since the epoch
+      def feed(topic:, payload: nil, key: nil, partition: 0, headers: nil, timestamp: Time.now)
+        raise ArgumentError, "payload must be a String or nil, got #{payload.class}" unless payload.nil? || payload.is_a?(String)
+        raise ArgumentError, "key must be a String or nil, got #{key.class}" unless key.nil? || key.is_a?(String)
+
+        timestamp_ms = timestamp.is_a?(Time) ? (timestamp.to_r * 1000).to_i : timestamp
+        @lock.synchronize do
+          @log.append(topic_name(topic), partition_number(partition), [key&.b, payload&.b, timestamp_ms, raw_headers(headers)]).tap { @fed.broadcast }
+        end
+      end
+
+      # Reads these topics: every partition fed to them, now or later.
+      def subscribe(*topics)
+        topics = topics.flatten.map { |topic| topic_name(topic) }
+        raise ArgumentError, "subscribe needs at least one topic" if topics.empty?
+
+        open!
+        @lock.synchronize { @subscription = topics }
+        nil
+      end
+
+      def unsubscribe = @lock.synchronize { @subscription = [] } && nil
+
+      # Reads outside a group: { topic => [partition, ...] } or { topic => { partition => offset } }.
+      def assign(assignments)
+        open!
+        @lock.synchronize do
+          assignments.each do |topic, partitions|
+            (partitions.is_a?(Hash) ? partitions : Array(partitions).to_h { |p| [p, nil] }).each do |partition, offset|
+              key = [topic_name(topic), partition_number(partition)]
+              @assigned[key] = true
+              @positions[key] = absolute(key, offset) if offset
+            end
+          end
+        end
+        nil
+      end
+
+      # @return [Hash{String => Array<Integer>}]
+      def assignment
+        open!
+        @lock.synchronize { assigned }.group_by(&:first).transform_values { |list| list.map(&:last).sort }
+      end
+
+      # Yields every message (see the class comment for when it returns).
+      # @yieldparam message [Message]
+      def each_message
+        reading do
+          while (message = take(1)&.first)
+            handle([message]) { yield message }
+          end
+        end
+      end
+
+      # Yields batches of up to max_items messages (max_wait: accepted, not waited).
+      # @yieldparam messages [Array<Message>]
+      def each_batch(max_items: 500, max_wait: 100) # rubocop:disable Lint/UnusedMethodArgument -- Consumer#each_batch's signature
+        raise ArgumentError, "max_items must be a positive Integer, got #{max_items.inspect}" unless max_items.is_a?(Integer) && max_items.positive?
+
+        reading do
+          while (batch = take(max_items))
+            handle(batch) { yield batch }
+          end
+        end
+      end
+
+      # The next message, or nil once none came within timeout_ms. Its offset
+      # is not stored: call #store_offset once it is processed.
+      def poll(timeout_ms = 0)
+        deadline = now + (timeout_ms / 1000.0)
+        reading do
+          loop do
+            message = take(1)&.first
+            break message if message || !wait_for_feed(deadline)
+          end
+        end
+      end
+
+      # What the next commit commits for the message's partition: the offset after it.
+      def store_offset(message)
+        raise ArgumentError, "store_offset takes a Sluice::Message, got #{message.class}" unless message.is_a?(Message)
+
+        open!
+        @lock.synchronize { @stored[[message.topic, message.partition]] = message.offset + 1 }
+        nil
+      end
+
+      # Commits the stored offsets, or the given ones ({ topic => { partition => offset } }).
+      def commit(offsets = nil, async: false, **by_topic) # rubocop:disable Lint/UnusedMethodArgument -- Consumer#commit's signature
+        open!
+        offsets ||= by_topic unless by_topic.empty?
+        @lock.synchronize do
+          next @committed.merge!(@stored) unless offsets
+
+          offsets.each { |topic, partitions| partitions.each { |p, offset| @committed[[topic_name(topic), partition_number(p)]] = offset } }
+        end
+        nil
+      end
+
+      # Committed offsets of the assignment (NO_OFFSET: none committed yet).
+      # @return [Hash{String => Hash{Integer => Integer}}]
+      def committed
+        open!
+        offsets = @lock.synchronize { assigned.map { |key| [*key, @committed.fetch(key, NO_OFFSET)] } }
+        offsets.group_by(&:first).transform_values { |list| list.to_h { |_, partition, offset| [partition, offset] } }
+      end
+
+      # Stops handing out the partition; what it still has is handed out after #resume.
+      # @raise [Errors::ConsumerStateError] the partition is not assigned
+      def pause(topic, partition) = change(topic, partition) { |key| @paused[key] = true }
+
+      def resume(topic, partition) = change(topic, partition) { |key| @paused.delete(key) }
+
+      # The next message of the partition will be the one at offset
+      # (OFFSET_BEGINNING, OFFSET_END: the first one, the next one fed).
+      def seek(topic, partition, offset)
+        raise ArgumentError, "an offset is an Integer, got #{offset.inspect}" unless offset.is_a?(Integer)
+
+        change(topic, partition) { |key| @positions[key] = absolute(key, offset) }
+      end
+
+      # each_message, each_batch and poll return after the current message or batch.
+      def stop
+        @stopping = true
+        nil
+      end
+
+      # Commits what is stored (auto_commit), then refuses every call.
+      def close
+        return if @closed
+
+        commit if @auto_commit
+        @closed = true
+        nil
+      end
+
+      def closed? = @closed
+
+      # @api private — what Producer#transaction_mark_as_consumed hands to the (in-memory) client.
+      def native = open!
+
+      def inspect = "#<#{self.class.name} id=#{@id.inspect} #{@closed ? "closed" : "open"}>"
+
+      private
+
+      # The message (or batch) is done when its block finished: its offsets
+      # are stored. Otherwise each of its partitions goes back to its first one.
+      def handle(messages)
+        finished = false
+        begin
+          yield
+          finished = true
+        ensure
+          @lock.synchronize { finished ? store(messages) : rewind(messages) }
+        end
+      end
+
+      def store(messages) = messages.each { |message| @stored[[message.topic, message.partition]] = message.offset + 1 }
+
+      def rewind(messages)
+        messages.reverse_each { |message| @positions[[message.topic, message.partition]] = message.offset }
+      end
+
+      def reading
+        open!
+        yield
+      ensure
+        @stopping = false
+      end
+
+      # Up to count messages in the order fed, from the assigned, unpaused
+      # partitions' positions; nil when there is none (or #stop was called).
+      def take(count)
+        @lock.synchronize do
+          batch = []
+          while batch.size < count && !@stopping && (message = @log.next_of(readable))
+            @positions[[message.topic, message.partition]] = message.offset + 1
+            batch << message
+          end
+          batch unless batch.empty?
+        end
+      end
+
+      def readable = (assigned - @paused.keys).to_h { |key| [key, position(key)] }
+
+      # Where a partition is read from first: its committed offset, else its first message.
+      def position(key) = @positions[key] ||= [@committed.fetch(key, 0), 0].max
+
+      def assigned = (@log.partitions.select { |topic, _| @subscription.include?(topic) } + @assigned.keys).uniq
+
+      def wait_for_feed(deadline)
+        @lock.synchronize do
+          left = deadline - now
+          left.positive? && !@stopping && (@fed.wait(@lock, left) || true)
+        end
+      end
+
+      def change(topic, partition)
+        open!
+        key = [topic_name(topic), partition_number(partition)]
+        @lock.synchronize do
+          unless assigned.include?(key)
+            raise Errors::ConsumerStateError, "#{key.join("/")} is not assigned to consumer #{@id} (assignment: #{assigned.inspect})"
+          end
+
+          yield key
+        end
+        nil
+      end
+
+      def absolute(key, offset)
+        case offset
+        when OFFSET_BEGINNING then 0
+        when OFFSET_END then @log.end_offset(*key)
+        else offset
+        end
+      end
+
+      def raw_headers(headers)
+        headers&.flat_map { |name, value| value.is_a?(Array) ? value.flat_map { |v| [name.to_s, v] } : [name.to_s, value] }
+      end
+
+      def open!
+        raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
+
+        self
+      end
+
+      def topic_name(topic)
+        return topic.to_s if (topic.is_a?(String) || topic.is_a?(Symbol)) && !topic.empty?
+
+        raise ArgumentError, "a topic is a non-empty String or Symbol, got #{topic.inspect}"
+      end
+
+      def partition_number(partition)
+        return partition if partition.is_a?(Integer) && partition >= 0
+
+        raise ArgumentError, "a partition is an Integer >= 0, got #{partition.inspect}"
+      end
+    end
+  end
+end

@@ -1,0 +1,99 @@
+# frozen_string_literal: true
+
+require "rspec/expectations"
+
+module Sluice
+  module Testing
+    # RSpec matchers for producers whose client keeps messages
+    # (Clients::Buffered, Testing.producer). Included in every example group
+    # by `require "sluice/testing/rspec"` (`require "sluice/testing"` under RSpec).
+    #
+    #   expect(producer).to have_produced(topic: "events", payload: "hello")
+    #   expect(producer).to have_produced(topic: "events", key: "user-1").twice
+    #   expect(producer).to have_produced(topic: "events", headers: hash_including("type" => "created")).times(3)
+    #   expect(producer).not_to have_produced(topic: "audit")
+    module Matchers
+      # Matches the messages a producer kept, by the fields given.
+      class HaveProduced
+        include ::RSpec::Matchers::Composable
+
+        FIELDS = %i[topic payload key partition headers label].freeze
+
+        def initialize(expected)
+          unknown = expected.keys - FIELDS
+          raise ArgumentError, "have_produced takes #{FIELDS.join(", ")}; unknown: #{unknown.join(", ")}" unless unknown.empty?
+
+          @expected = expected
+          @count = nil
+        end
+
+        # Exactly n matching messages (default: at least one).
+        def times(count)
+          @count = count
+          self
+        end
+
+        def once = times(1)
+        def twice = times(2)
+
+        def matches?(producer)
+          @produced = messages_of(producer)
+          found = @produced.count { |message| match?(message) }
+          @found = found
+          @count ? found == @count : found.positive?
+        end
+
+        def does_not_match?(producer) = !matches?(producer)
+
+        def description = "have produced #{wanted}"
+
+        def failure_message = "expected to have produced #{wanted}, found #{found_count}#{listing}"
+
+        def failure_message_when_negated = "expected not to have produced #{wanted}, found #{found_count}#{listing}"
+
+        private
+
+        def match?(message)
+          @expected.all? do |field, expected|
+            actual = message[field]
+            actual = actual.to_s if field == :topic
+            expected = expected.to_s if field == :topic && expected.is_a?(Symbol)
+            values_match?(expected, actual)
+          end
+        end
+
+        def messages_of(producer)
+          client = producer.respond_to?(:client) ? producer.client : producer
+          return client.messages if client.respond_to?(:messages)
+
+          raise ArgumentError, "have_produced needs a producer whose client keeps messages (config.client_class = Sluice::Clients::Buffered), " \
+                               "got #{client.class}"
+        end
+
+        def wanted
+          fields = @expected.map { |field, value| "#{field}: #{value.respond_to?(:description) ? value.description : value.inspect}" }
+          "a message with #{fields.join(", ")}#{" #{@count} time(s)" if @count}"
+        end
+
+        def found_count = @found == 1 ? "1 such message" : "#{@found} such messages"
+
+        def listing
+          return "; nothing was produced" if @produced.empty?
+
+          shown = @produced.last(20).map { |message| "\n  #{message.inspect}" }.join
+          more = @produced.size > 20 ? " (the last 20 of #{@produced.size})" : ""
+          "; produced#{more}:#{shown}"
+        end
+      end
+
+      # @param expected [Hash] topic:, payload:, key:, partition:, headers:, label:
+      #   (values or RSpec matchers; a field not given matches anything)
+      def have_produced(**expected) = HaveProduced.new(expected) # rubocop:disable Naming/PredicateName -- RSpec's have_ matcher name
+    end
+  end
+end
+
+RSpec.configure { |config| config.include Sluice::Testing::Matchers } if RSpec.respond_to?(:configure)
+
+# Required first (require "sluice/testing/rspec"), this file loads the rest of Sluice::Testing.
+require_relative "../testing" unless Sluice::Testing.respond_to?(:producer)
