@@ -279,7 +279,7 @@ module Sluice
       # The loop ends when no client is left and none is on its way.
       def stopping? = @mutex.synchronize { @thread.nil? || !@thread.equal?(Thread.current) }
 
-      # @count already includes registrations still queued or in the batch being
+      # `@count` already includes registrations still queued or in the batch being
       # applied, so a client arriving while the last one leaves keeps us running.
       def stop_if_idle
         @mutex.synchronize do
