@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 module Sluice
+  # Ready-made listeners and helpers for a client's Monitor.
   module Instrumentation
     # One log line per producer event, like WaterDrop's LoggerListener:
     #
