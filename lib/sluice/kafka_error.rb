@@ -20,6 +20,10 @@ module Sluice
     attr_reader :code, :number, :description
 
     # @param number [Integer] librdkafka's rd_kafka_resp_err_t
+    # @param description [String, nil] nil: librdkafka's text for number
+    # @param fatal [Boolean]
+    # @param retryable [Boolean, nil] nil: whether the code is in RETRYABLE
+    # @param abortable [Boolean] the transaction must be aborted
     def initialize(number, description = nil, fatal: false, retryable: nil, abortable: false)
       @number = number
       @code = self.class.code_for(number)
