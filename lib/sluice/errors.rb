@@ -129,7 +129,7 @@ module Sluice
 
     # produce_many_* failed part-way: #dispatched holds the handles of the
     # messages enqueued before the failure (they are on their way; producing
-    # them again would duplicate them). #cause is the failure itself.
+    # them again would duplicate them). #kafka_error is the failure itself.
     class ProduceManyError < ProduceError
       # @return [Array<DeliveryHandle>] handles of the messages enqueued before the failure
       attr_reader :dispatched
