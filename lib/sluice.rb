@@ -60,15 +60,23 @@ require_relative "sluice/admin"
 module Sluice
   autoload :ProducerPool, File.expand_path("sluice/producer_pool", __dir__) # needs the connection_pool gem: loaded when used
 
-  # The version of the librdkafka library loaded at run time, e.g. "2.0.2".
+  # @return [String] the version of the librdkafka library loaded at run time, e.g. "2.14.2"
   def self.librdkafka_version = Native.librdkafka_version
 
-  # A producer of the process's pool (ProducerPool.setup), as WaterDrop.with.
+  # Lends a producer of the process's pool (ProducerPool.setup) to the block, as WaterDrop.with.
+  # @yieldparam producer [Producer]
+  # @return the block's value
+  # @raise [Errors::ProducerClosedError] no pool was set up
+  # @see ProducerPool#with
   def self.with(...) = ProducerPool.with(...)
 
-  # A transaction on a producer of the process's pool, as WaterDrop.transaction.
+  # Runs the block in a transaction on a producer of the process's pool, as WaterDrop.transaction.
+  # @yieldparam producer [Producer]
+  # @return the block's value (nil when aborted)
+  # @raise [Errors::ProducerClosedError] no pool was set up
+  # @see Producer#transaction
   def self.transaction(...) = ProducerPool.transaction(...)
 
-  # The process's producer pool (ProducerPool.setup), or nil.
+  # @return [ProducerPool, nil] the process's producer pool (ProducerPool.setup)
   def self.pool = ProducerPool.default_pool
 end

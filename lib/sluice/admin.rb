@@ -3,6 +3,7 @@
 module Sluice
   # Topics, configs, consumer groups and the cluster, over librdkafka's admin API.
   #
+  # @example
   #   admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": "127.0.0.1:9092" } }
   #   admin.create_topic("events", partitions: 6, replication_factor: 3)
   #   admin.lag("billing") # => { "events" => { 0 => 12, ... } }
@@ -48,8 +49,17 @@ module Sluice
     }.freeze
     private_constant :RESOURCE_TOPIC, :RESOURCE_BROKER, :DYNAMIC_SOURCE, :TIMED_OUT, :SETTLE_BACKOFF, :INCREMENTAL, :ERRORS
 
+    # Builds the admin client and connects it: the block fills in its settings,
+    # which are then validated and frozen.
     # @yieldparam config [Admin::Config]
     # @raise [Errors::ConfigurationInvalidError]
+    # @example
+    #   admin = Sluice::Admin.new do |config|
+    #     config.kafka = { "bootstrap.servers": "127.0.0.1:9092" }
+    #     config.max_wait_timeout = 10_000
+    #   end
+    #   admin.topics # => ["events", "orders"]
+    #   admin.close
     def initialize(&)
       configure(Config.new, &)
       @requests = Requests.new
@@ -57,8 +67,18 @@ module Sluice
       Shutdown.track(self)
     end
 
+    # Creates a topic and returns once the brokers' metadata shows every
+    # partition with a leader (a produce right after it does not wait for one).
+    # @param name [String, Symbol]
+    # @param partitions [Integer]
+    # @param replication_factor [Integer]
     # @param config [Hash] topic settings ("cleanup.policy" => "compact")
+    # @return [nil]
+    # @raise [ArgumentError] a name, count or setting sluice can tell is invalid
     # @raise [Errors::TopicAlreadyExistsError, Errors::InvalidAdminRequestError]
+    # @raise [Errors::AdminTimeoutError] no answer, or the metadata did not show it, within max_wait_timeout
+    # @example
+    #   admin.create_topic("orders", partitions: 3, config: { "retention.ms" => 86_400_000 })
     def create_topic(name, partitions: 1, replication_factor: 1, config: {})
       name = topic_name(name)
       count!(partitions, "partitions")
@@ -69,7 +89,12 @@ module Sluice
       await_metadata(:create_topic, name) { |found| found&.size == partitions && found.all? { |p| p[:leader] >= 0 } }
     end
 
-    # Grows a topic to `total` partitions (the new total, not how many to add).
+    # Grows a topic to `total` partitions (the new total, not how many to add),
+    # returning once the metadata shows them with leaders.
+    # @param name [String, Symbol]
+    # @param total [Integer]
+    # @return [nil]
+    # @raise [Errors::UnknownTopicError, Errors::InvalidAdminRequestError]
     def create_partitions(name, total)
       name = topic_name(name)
       count!(total, "total")
@@ -77,6 +102,9 @@ module Sluice
       await_metadata(:create_partitions, name) { |found| found&.size == total && found.all? { |p| p[:leader] >= 0 } }
     end
 
+    # Deletes a topic, returning once the metadata no longer shows it.
+    # @param name [String, Symbol]
+    # @return [nil]
     # @raise [Errors::UnknownTopicError]
     def delete_topic(name)
       name = topic_name(name)
@@ -85,8 +113,11 @@ module Sluice
     end
 
     # The cluster's topic names, sorted, without internal ones (__consumer_offsets).
+    # @return [Array<String>]
     def topics = describe_all(:topics, nil)[:topics].keys.reject { |name| name.start_with?("__") }.sort
 
+    # A topic's partitions, from metadata.
+    # @param name [String, Symbol]
     # @return [Hash] { name:, partitions: [{ partition:, leader:, replicas:, isr: }] }
     # @raise [Errors::UnknownTopicError]
     def describe_topic(name)
@@ -97,11 +128,19 @@ module Sluice
       { name: name, partitions: partitions }
     end
 
+    # The cluster's id, its controller and its brokers, from metadata.
     # @return [Hash] { cluster_id:, controller_id:, brokers: [{ id:, host:, port: }] }
     def cluster = describe_all(:cluster, nil).slice(:cluster_id, :controller_id, :brokers)
 
     # Every setting of a topic or broker: { name => value } (a sensitive value is nil).
-    # @example admin.describe_configs(topic: "events"); admin.describe_configs(broker: 1)
+    # @param topic [String, Symbol, nil] a topic's settings (give topic: or broker:)
+    # @param broker [Integer, nil] a broker's settings, by id
+    # @return [Hash{String => String, nil}]
+    # @raise [ArgumentError] neither or both of topic: and broker:
+    # @raise [Errors::AdminError] the broker refused (Errors::UnknownTopicError for a missing topic)
+    # @example
+    #   admin.describe_configs(topic: "events")["retention.ms"] # => "604800000"
+    #   admin.describe_configs(broker: 1)
     def describe_configs(topic: nil, broker: nil)
       type, name = resource(topic, broker)
       config_entries(type, name).to_h { |entry| entry.first(2) }
@@ -112,6 +151,15 @@ module Sluice
     # applies the controller's record a few milliseconds after the alter returns).
     # (Before librdkafka 2.2, which has no IncrementalAlterConfigs, the settings
     # made on the resource are read, changed and written back whole.)
+    # @param topic [String, Symbol, nil] a topic's settings (give topic: or broker:)
+    # @param broker [Integer, nil] a broker's settings, by id
+    # @param set [Hash] settings to set, name => value
+    # @param delete [Array<String, Symbol>] settings to delete (back to their default)
+    # @return [nil]
+    # @raise [ArgumentError] neither or both of topic: and broker:, or malformed settings
+    # @raise [Errors::InvalidAdminRequestError] the broker refused a setting
+    # @example
+    #   admin.alter_configs(topic: "events", set: { "retention.ms" => "3600000" }, delete: ["cleanup.policy"])
     def alter_configs(topic: nil, broker: nil, set: {}, delete: [])
       type, name = resource(topic, broker)
       set = settings(set, "set")
@@ -122,6 +170,9 @@ module Sluice
       settle(:alter_configs, name) { configs_show?(type, name, set, delete) }
     end
 
+    # The partition's first offset and the offset after its last message.
+    # @param topic [String, Symbol]
+    # @param partition [Integer]
     # @return [Array(Integer, Integer)] [low, high]
     # @raise [Errors::UnknownTopicError]
     def watermark_offsets(topic, partition)
@@ -138,6 +189,10 @@ module Sluice
     # The first offset of each partition whose message is at or after `time`;
     # -1 where there is none (the partition's next offset comes later).
     # @return [Hash] { partition => offset }
+    # @param topic [String, Symbol]
+    # @param time [Time]
+    # @raise [ArgumentError] time is not a Time
+    # @raise [Errors::UnknownTopicError]
     def offsets_for_time(topic, time)
       topic = topic_name(topic)
       raise ArgumentError, "offsets_for_time takes a Time, got #{time.inspect}" unless time.is_a?(Time)
@@ -149,6 +204,7 @@ module Sluice
       check_partitions!(:offsets_for_time, topic, found).to_h { |_, partition, offset| [partition, offset] }
     end
 
+    # @return [String] the id, and whether it is closed
     def inspect = "#<#{self.class.name} #{@id.inspect}#{" closed" if closed?}>"
 
     private

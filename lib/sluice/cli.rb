@@ -28,17 +28,22 @@ module Sluice
   # shell, with kcat's flags where kcat has one. Built on the public API only.
   # Exit codes: 0 done, 1 a Kafka or operation error, 2 a usage error, 128 + n
   # on signal n (130 for Ctrl-C).
+  # The Ruby side is internal: the interface is the command (docs/CLI.md).
+  # @api private
   module CLI
     # Where a command reads and writes: stdout is for data, stderr for the rest.
     IOs = Struct.new(:stdin, :stdout, :stderr)
 
+    # Each command's name and class.
     COMMANDS = {
       "topics" => Commands::Topics, "describe" => Commands::Describe, "create" => Commands::Create,
       "produce" => Commands::Produce, "tail" => Commands::Tail, "groups" => Commands::Groups,
       "lag" => Commands::Lag, "reset" => Commands::Reset, "bench" => Commands::Bench
     }.freeze
 
+    # Exit codes: done, and a usage error.
     OK = 0
+    # (see OK)
     USAGE = 2
 
     module_function
@@ -57,6 +62,7 @@ module Sluice
       end
     end
 
+    # @return [String] the general usage: every command and its summary
     def usage
       width = COMMANDS.keys.map(&:size).max
       lines = COMMANDS.map { |name, command| format("  %-#{width}s  %s", name, command::SUMMARY) }
@@ -64,8 +70,11 @@ module Sluice
         "Brokers come from -b HOST:PORT[,...] or KAFKA_BROKERS. Exit codes: 0 done, 1 a Kafka error, 2 a usage error, 130 interrupted."
     end
 
+    # @return [String] what `sluice --version` prints
     def version = "sluice #{VERSION} (librdkafka #{Sluice.librdkafka_version})"
 
+    # Prints a command's help, or the general usage without a name.
+    # @return [Integer] the exit code
     def help(name, streams)
       command = COMMANDS[name]
       return unknown(name, streams) if name && !command
@@ -74,6 +83,8 @@ module Sluice
       OK
     end
 
+    # Prints the usage to stderr for a missing or unknown command.
+    # @return [Integer] the usage-error exit code
     def unknown(name, streams)
       streams.stderr.puts(name ? "sluice: unknown command #{name.inspect}" : "sluice: no command given")
       streams.stderr.puts(usage)

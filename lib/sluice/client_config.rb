@@ -11,6 +11,7 @@ module Sluice
     # How a client's librdkafka events (delivery reports, errors, statistics,
     # OAuth refresh, logs) are polled.
     class Polling
+      # The values #mode takes.
       MODES = %i[fd thread].freeze
 
       # :fd settings: how long one client may be drained per wake-up (ms), and
@@ -21,6 +22,7 @@ module Sluice
       attr_accessor :mode
       # A dedicated Sluice::Polling::Poller (:fd only); nil uses Poller.instance.
       attr_accessor :poller
+      # @return [FD] the :fd mode's settings (max_time, periodic_poll_interval)
       attr_reader :fd
 
       def initialize
@@ -29,6 +31,8 @@ module Sluice
         @fd = FD.new(100, 1_000)
       end
 
+      # Freezes the :fd settings too.
+      # @return [self]
       def freeze
         @fd.freeze
         super
@@ -43,6 +47,7 @@ module Sluice
     attr_accessor :logger
     # A Sluice::Monitor to share between clients; default: one per client.
     attr_accessor :monitor
+    # @return [Polling] how this client's events are polled
     attr_reader :polling
 
     def initialize
@@ -53,6 +58,8 @@ module Sluice
       @polling = Polling.new
     end
 
+    # Checks every setting (called by .new before it freezes the config).
+    # @return [self]
     # @raise [Errors::ConfigurationInvalidError] naming the first bad setting
     def validate!
       validate_kafka!
@@ -62,17 +69,22 @@ module Sluice
       self
     end
 
-    # librdkafka properties as [[String, String], ...]
+    # What librdkafka gets.
+    # @return [Array<Array(String, String)>] the librdkafka properties, names and values as Strings
     def kafka_pairs
       @kafka.map { |name, value| [name.to_s, value.to_s] }
     end
 
+    # @param name [String] a librdkafka property, e.g. "transactional.id"
+    # @return [String, nil] its value as given (whether its key was a Symbol or a String), as a String
     def kafka_setting(name)
       @kafka.each { |key, value| return value.to_s if key.to_s == name }
       nil
     end
 
     # A copy with other librdkafka properties, validated and frozen.
+    # @param kafka [Hash] the librdkafka properties of the copy
+    # @return [ClientConfig] of the same class
     # @raise [Errors::ConfigurationInvalidError]
     def with_kafka(kafka)
       copy = dup
@@ -80,6 +92,9 @@ module Sluice
       copy.validate!.freeze
     end
 
+    # Freezes the librdkafka properties and the polling settings too: a
+    # client's settings never change under it.
+    # @return [self]
     def freeze
       @kafka = @kafka.dup.freeze
       @polling.freeze

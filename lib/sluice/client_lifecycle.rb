@@ -28,11 +28,22 @@ module Sluice
     # reads as the one before or the one after.
     attr_reader :status
 
+    # @return [Boolean] #close finished
     def closed? = @status == :closed
 
     # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this
     # client). Works inside new too, where the first refresh may be served.
     # @raise [KafkaError] librdkafka refused the token
+    # @param token [String] the token
+    # @param lifetime_ms [Integer] when it expires, in ms since the epoch
+    # @param principal_name [String]
+    # @param extensions [Hash{#to_s => #to_s}] SASL extensions
+    # @return [nil]
+    # @example
+    #   producer.monitor.subscribe("oauthbearer.token_refresh") do |event|
+    #     token = fetch_token # your identity provider
+    #     event[:bearer].oauthbearer_set_token(token: token.value, lifetime_ms: token.expires_at_ms, principal_name: "svc")
+    #   end
     def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
       error = token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
       raise KafkaError.new(*error) if error
@@ -40,12 +51,16 @@ module Sluice
 
     # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
     # reports it and asks again later.
+    # @param reason [#to_s] what went wrong, for librdkafka's log and error report
+    # @return [nil]
     def oauthbearer_set_token_failure(reason)
       token_state.oauthbearer_set_token_failure(reason.to_s)
       nil
     end
 
-    # @api private — Shutdown's at_exit hook.
+    # Shutdown's at_exit hook.
+    # @api private
+    # @return [nil]
     def close_at_exit = close
 
     private

@@ -7,6 +7,7 @@ module Sluice
   module Clock
     module_function
 
+    # @return [Float] seconds on the monotonic clock
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
     # Whole milliseconds from now until deadline (a #now value), 0 once it passed.

@@ -3,6 +3,7 @@
 module Sluice
   # A Kafka consumer-group member over librdkafka.
   #
+  # @example
   #   consumer = Sluice::Consumer.new do |config|
   #     config.kafka = { "bootstrap.servers": "127.0.0.1:9092", "group.id": "billing" }
   #   end
@@ -24,9 +25,15 @@ module Sluice
     include Clock
     include Lifecycle
 
+    # Builds the consumer and connects it (it reads nothing before #subscribe
+    # or #assign): the block fills in its settings, then validated and frozen.
     # @yieldparam config [Consumer::Config]
     # @raise [Errors::ConfigurationInvalidError] (also for a producer property,
     #   or a missing group.id)
+    # @example
+    #   consumer = Sluice::Consumer.new do |config|
+    #     config.kafka = { "bootstrap.servers": "127.0.0.1:9092", "group.id": "billing", "auto.offset.reset": "earliest" }
+    #   end
     def initialize(&)
       configure(Config.new, &)
       connect
@@ -34,7 +41,11 @@ module Sluice
     end
 
     # Joins the group for these topics (replacing an earlier subscription).
+    # @param topics [Array<String, Symbol>] one or more topic names
+    # @return [nil]
+    # @raise [ArgumentError] no topic, or one that is not a non-empty String or Symbol
     # @raise [Errors::ConsumerError]
+    # @raise [Errors::ConsumerClosedError]
     def subscribe(*topics)
       topics = topics.flatten
       raise ArgumentError, "subscribe needs at least one topic" if topics.empty?
@@ -45,10 +56,20 @@ module Sluice
       nil
     end
 
+    # Leaves the group's topics: the assignment is given up.
+    # @return [nil]
+    # @raise [Errors::ConsumerError]
     def unsubscribe = check(open_client.unsubscribe, "unsubscribe") && nil
 
     # Reads outside a group: { topic => [partition, ...] } from the committed
     # (or auto.offset.reset) position, or { topic => { partition => offset } }.
+    # @param assignments [Hash{String => Array<Integer>, Hash{Integer => Integer}}]
+    # @return [nil]
+    # @raise [ArgumentError] not such a Hash
+    # @raise [Errors::ConsumerError]
+    # @example
+    #   consumer.assign("orders" => [0, 1])            # from the committed offsets
+    #   consumer.assign("orders" => { 0 => 1_000 })    # partition 0 from offset 1000
     def assign(assignments)
       unless assignments.is_a?(Hash)
         raise ArgumentError, "assign takes { topic => [partition, ...] } or { topic => { partition => offset } }, got #{assignments.inspect}"
@@ -72,6 +93,16 @@ module Sluice
     # partition goes back to that message: it is handed out again, here or
     # to the partition's next owner.
     # @yieldparam message [Message]
+    # @return [nil] once stopped
+    # @raise [Errors::ConsumerClosedError]
+    # @raise [Errors::ConsumerStateError] another thread or fiber is reading this consumer
+    # @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
+    # @example
+    #   consumer.subscribe("orders")
+    #   consumer.each_message do |message|
+    #     puts "#{message.topic}/#{message.partition}@#{message.offset}: #{message.payload}"
+    #     consumer.stop if message.payload == "last"
+    #   end
     def each_message
       open_client
       @inbox.reading do
@@ -95,6 +126,16 @@ module Sluice
     # once the block finished. When it does not finish (raise, break, return,
     # throw), each partition goes back to its first message of the batch.
     # @yieldparam messages [Array<Message>]
+    # @param max_items [Integer] at most this many messages per batch
+    # @param max_wait [Numeric] ms to wait for a batch to fill before yielding what there is
+    # @return [nil] once stopped
+    # @raise [ArgumentError] max_items or max_wait out of range
+    # @raise [Errors::ConsumerClosedError]
+    # @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
+    # @example
+    #   consumer.each_batch(max_items: 100) do |messages|
+    #     Order.insert_all(messages.map { |message| JSON.parse(message.payload) })
+    #   end
     def each_batch(max_items: 500, max_wait: 100)
       raise ArgumentError, "max_items must be a positive Integer, got #{max_items.inspect}" unless max_items.is_a?(Integer) && max_items.positive?
 
@@ -124,13 +165,27 @@ module Sluice
     #   call #store_offset once it is processed. A message poll returned was
     #   handed out; an interrupt (Timeout, Thread#raise) that ends poll before
     #   that leaves the message for the next read.
+    #   @param timeout_ms [Numeric] ms to wait for a message (0: only what is there)
     #   @return [Message, nil]
-    # Defined natively (Native::Handoff#poll, ext/sluice/consume.c) around
+    #   @raise [Errors::ConsumerClosedError]
+    #   @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
+    #   @example
+    #     while (message = consumer.poll(250))
+    #       handle(message)
+    #       consumer.store_offset(message)
+    #     end
+
+    # Consumer#poll is defined natively (Native::Handoff#poll, ext/sluice/consume.c) around
     # #lend_polled: the message leaves the consumer in a step no interrupt can
     # land in.
     include Native::Handoff
 
     # What the next commit commits for the message's partition: the offset after it.
+    # For messages read with #poll (each_message and each_batch store their own).
+    # @param message [Message]
+    # @return [nil]
+    # @raise [ArgumentError] not a Message
+    # @raise [Errors::ConsumerClosedError]
     def store_offset(message)
       raise ArgumentError, "store_offset takes a Sluice::Message, got #{message.class}" unless message.is_a?(Message)
 
@@ -141,8 +196,13 @@ module Sluice
     # Commits the stored offsets, or the given ones ({ topic => { partition =>
     # offset of the next message to read } }). Synchronous unless async: then
     # the result is reported by consumer.offsets_committed (and error.occurred).
-    # @raise [Errors::ConsumerError]
     # (commit("orders" => { ... }) without braces arrives as keywords: by_topic.)
+    # @param offsets [Hash{String => Hash{Integer => Integer}}, nil] nil: the stored offsets
+    # @param async [Boolean]
+    # @param by_topic [Hash] offsets given as keywords
+    # @return [nil]
+    # @raise [ArgumentError] offsets not of that shape
+    # @raise [Errors::ConsumerError]
     def commit(offsets = nil, async: false, **by_topic)
       offsets ||= by_topic unless by_topic.empty?
       raise ArgumentError, "commit takes { topic => { partition => offset } }, got #{offsets.inspect}" unless offsets.nil? || offsets.is_a?(Hash)
@@ -160,18 +220,35 @@ module Sluice
 
     # Stops fetching partition. What was fetched for it and not handed out yet
     # is given back: after #resume it is handed out again, nothing is skipped.
+    # @param topic [String, Symbol]
+    # @param partition [Integer]
+    # @return [nil]
+    # @raise [Errors::ConsumerStateError] the partition is not assigned
+    # @raise [Errors::ConsumerError]
     def pause(topic, partition) = pause_or_resume(:pause, topic, partition)
 
+    # Fetches a paused partition again, from where it was paused.
+    # @param topic [String, Symbol]
+    # @param partition [Integer]
+    # @return [nil]
+    # @raise [Errors::ConsumerStateError] the partition is not assigned
+    # @raise [Errors::ConsumerError]
     def resume(topic, partition) = pause_or_resume(:resume, topic, partition)
 
     # The next message of partition will be the one at offset.
+    # @param topic [String, Symbol]
+    # @param partition [Integer]
+    # @param offset [Integer]
+    # @return [nil]
     # @raise [Errors::ConsumerStateError] the partition is not assigned
+    # @raise [Errors::ConsumerError]
     def seek(topic, partition, offset)
       offset_number(offset)
       assigned!(topic, partition)
       seek_to([[topic.to_s, partition, offset]])
     end
 
+    # The partitions this consumer reads now (by subscription or #assign).
     # @return [Hash{String => Array<Integer>}]
     def assignment = by_topic(open_client.assignment) { |_, partition| partition }.transform_values(&:sort)
 
@@ -200,6 +277,8 @@ module Sluice
     # @return [Array(Integer, Integer)]
     # @raise [Errors::ConsumerError]
     # @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
+    # @param topic [String, Symbol]
+    # @param partition [Integer]
     def query_watermark_offsets(topic, partition)
       topic = topic_name(topic)
       partition_number(partition)
@@ -214,11 +293,16 @@ module Sluice
 
     # each_message, each_batch and poll return after the current message or
     # batch. Safe from any thread, fiber or signal handler.
+    # @return [void]
     def stop = @inbox.stop
 
+    # @return [String] id, polling mode and whether it is closed
     def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{closed? ? "closed" : "open"}>"
 
-    # @api private — the native handle (Producer#transaction_mark_as_consumed)
+    # The native handle (Producer#transaction_mark_as_consumed).
+    # @api private
+    # @return [Native::Consumer]
+    # @raise [Errors::ConsumerClosedError]
     def native = open_client
 
     private

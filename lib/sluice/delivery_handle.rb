@@ -9,18 +9,22 @@ module Sluice
   # successful deliveries (@partition, then @offset) itself: see
   # ext/sluice/client.c before renaming a field.
   class DeliveryHandle < DeliveryReport
-    # rubocop:disable Lint/MissingSuper -- a report whose fields arrive later
-    def initialize(notifier, topic, label)
+    # Built natively for each message produced.
+    # @api private
+    # @param notifier [DeliveryNotifier] wakes waiters when the report arrives
+    # @param topic [String]
+    # @param label [Object, nil] the message's `label:`
+    def initialize(notifier, topic, label) # rubocop:disable Lint/MissingSuper -- a report whose fields arrive later
       @topic = topic
       @label = label
       @notifier = notifier
     end
-    # rubocop:enable Lint/MissingSuper
 
-    # @offset stays unset until the delivery report arrives.
+    # Pending until the delivery report arrives (the native drain sets `@offset` last).
+    # @return [Boolean]
     def pending? = @offset.nil?
 
-    # The report (this handle) once resolved, nil while pending.
+    # @return [DeliveryReport, nil] this handle once resolved, nil while pending
     def report = @offset.nil? ? nil : self
 
     # Waits for the delivery report.
@@ -36,9 +40,14 @@ module Sluice
       self
     end
 
-    # @api private — records a failed delivery (or a purge at close). A
-    # successful one is recorded by the native drain, which sets @partition and
-    # then @offset (ext/sluice/client.c, serve_event): keep those names.
+    # Records a failed delivery (or a purge at close). A successful one is
+    # recorded by the native drain, which sets `@partition` and then `@offset`
+    # (ext/sluice/client.c, serve_event): keep those names.
+    # @api private
+    # @param partition [Integer]
+    # @param offset [Integer]
+    # @param error_number [Integer] librdkafka's error code, 0 for none
+    # @return [self]
     def resolve(partition, offset, error_number)
       @error = KafkaError.new(error_number) unless error_number.zero?
       @partition = partition
@@ -46,8 +55,13 @@ module Sluice
       self
     end
 
-    # @api private — records a failure whose KafkaError is already built (a
-    # fatal error, which says more than the purge it caused).
+    # Records a failure whose KafkaError is already built (a fatal error,
+    # which says more than the purge it caused).
+    # @api private
+    # @param partition [Integer]
+    # @param offset [Integer]
+    # @param kafka_error [KafkaError]
+    # @return [self]
     def resolve_error(partition, offset, kafka_error)
       @error = kafka_error
       @partition = partition
@@ -55,6 +69,7 @@ module Sluice
       self
     end
 
+    # @return [String] the report's line, or the topic and "pending"
     def inspect = pending? ? "#<#{self.class.name} topic=#{@topic.inspect} pending>" : super
 
     private

@@ -25,7 +25,8 @@ module Sluice
       @state = nil
     end
 
-    # @api private — the producer's polling and its poll state, for inline waits.
+    # The producer's polling and its poll state, for inline waits.
+    # @api private
     def attach(poller, state)
       @poller = poller
       @state = state

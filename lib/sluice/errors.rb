@@ -3,6 +3,7 @@
 module Sluice
   # Every error sluice raises is a Sluice::Errors::BaseError.
   module Errors
+    # The ancestor of every sluice error: `rescue Sluice::Errors::BaseError` catches them all.
     BaseError = Class.new(StandardError)
 
     # Producer.new was given a setting sluice or librdkafka does not accept.
@@ -31,15 +32,21 @@ module Sluice
     # A call librdkafka or the broker refused; #kafka_error (a KafkaError)
     # tells why, and its #code, #fatal? and #retryable? are asked here too.
     class KafkaCallError < BaseError
+      # @return [KafkaError] librdkafka's or the broker's reason
       attr_reader :kafka_error
 
+      # @param action [String] what was refused ("commit", "seek", ...), the start of #message
+      # @param kafka_error [KafkaError]
       def initialize(action, kafka_error)
         super("#{action} failed: #{kafka_error.message}")
         @kafka_error = kafka_error
       end
 
+      # @return [Symbol] the KafkaError's code, e.g. :unknown_topic_or_part
       def code = kafka_error.code
+      # @return [Boolean] the client can do nothing more (see KafkaError#fatal?)
       def fatal? = kafka_error.fatal?
+      # @return [Boolean] the same call may succeed if made again
       def retryable? = kafka_error.retryable?
     end
 
@@ -69,8 +76,11 @@ module Sluice
 
     # A wait ran out of time; the handle stays pending and can be waited on again.
     class WaitTimeoutError < BaseError
+      # @return [DeliveryHandle, nil] the handle waited on; wait on it again for a late report
       attr_reader :handle
 
+      # @param message [String]
+      # @param handle [DeliveryHandle, nil]
       def initialize(message = "timed out waiting for the delivery report", handle: nil)
         super(message)
         @handle = handle
@@ -79,16 +89,23 @@ module Sluice
 
     # A message could not be delivered. #kafka_error tells why (#code, #fatal?, #retryable?).
     class ProduceError < BaseError
+      # #kafka_error: why (a KafkaError); #delivery_report: the failed message's
+      # report (a DeliveryReport; nil when the message never reached librdkafka).
       attr_reader :kafka_error, :delivery_report
 
+      # @param kafka_error [KafkaError]
+      # @param delivery_report [DeliveryReport, nil]
       def initialize(kafka_error, delivery_report: nil)
         super("delivery failed: #{kafka_error.message}")
         @kafka_error = kafka_error
         @delivery_report = delivery_report
       end
 
+      # @return [Symbol] the KafkaError's code, e.g. :unknown_topic_or_part
       def code = kafka_error.code
+      # @return [Boolean] the client can do nothing more (see KafkaError#fatal?)
       def fatal? = kafka_error.fatal?
+      # @return [Boolean] the same call may succeed if made again
       def retryable? = kafka_error.retryable?
     end
 
@@ -102,6 +119,8 @@ module Sluice
       # the failed message's report, for a producer's handle
       attr_reader :delivery_report
 
+      # @param kafka_error [KafkaError]
+      # @param delivery_report [DeliveryReport, nil]
       def initialize(kafka_error, delivery_report: nil)
         super("authentication", kafka_error)
         @delivery_report = delivery_report
@@ -110,20 +129,25 @@ module Sluice
 
     # produce_many_* failed part-way: #dispatched holds the handles of the
     # messages enqueued before the failure (they are on their way; producing
-    # them again would duplicate them). #cause is the failure itself.
+    # them again would duplicate them). #kafka_error is the failure itself.
     class ProduceManyError < ProduceError
+      # @return [Array<DeliveryHandle>] handles of the messages enqueued before the failure
       attr_reader :dispatched
 
+      # @param kafka_error [KafkaError]
+      # @param dispatched [Array<DeliveryHandle>]
       def initialize(kafka_error, dispatched:)
         super(kafka_error)
         @dispatched = dispatched
       end
 
+      # @return [String] the failure, and how many messages were enqueued before it
       def message = "#{super} (after #{@dispatched.size} message(s) of the batch were enqueued: see #dispatched)"
     end
 
     # A transaction could not be begun, committed or aborted.
     class TransactionError < KafkaCallError
+      # @return [Boolean] the transaction must be aborted before the producer can go on (a transaction block that raises aborts it)
       def abortable? = kafka_error.abortable?
     end
 
@@ -140,5 +164,11 @@ module Sluice
     EarlyTransactionExitNotAllowedError = Class.new(BaseError)
   end
 
+  # The same class as Errors::AbortTransaction, shorter to raise.
+  # @example
+  #   producer.transaction do
+  #     producer.produce_async(topic: "events", payload: "draft")
+  #     raise Sluice::AbortTransaction # aborted quietly: transaction returns nil
+  #   end
   AbortTransaction = Errors::AbortTransaction
 end

@@ -13,10 +13,24 @@ module Sluice
   # code taking "a message or a batch" tells them apart (`respond_to?(:each)`).
   # (`Enumerable === message` stays true: a Struct's ancestry cannot change.)
   class Message
-    # (defined natively) topic, partition, offset, key, payload,
-    # timestamp_ms (milliseconds since the epoch, as Kafka stores it),
-    # raw_headers (the headers as a flat [name, value, ...] Array, or nil)
-    private(*members.map { |name| :"#{name}=" }, :[]=, :raw_headers)
+    # The fields, defined natively (raw_headers, private, is the headers as a
+    # flat [name, value, ...] Array, or nil):
+    # @!attribute [r] topic
+    #   @return [String]
+    # @!attribute [r] partition
+    #   @return [Integer]
+    # @!attribute [r] offset
+    #   @return [Integer]
+    # @!attribute [r] key
+    #   @return [String, nil] binary (ASCII-8BIT)
+    # @!attribute [r] payload
+    #   @return [String, nil] binary (ASCII-8BIT); nil for a tombstone
+    # @!attribute [r] timestamp_ms
+    #   @return [Integer, nil] milliseconds since the epoch, as Kafka stores it
+
+    # (Two statements, not one private(*writers, ...): YARD cannot read a splat.)
+    members.each { |name| private(:"#{name}=") }
+    private :[]=, :raw_headers
 
     COLLECTION_METHODS = (Enumerable.instance_methods + %i[each each_pair size length values to_a deconstruct select filter
                                                            values_at dig [] []=]).uniq - members - %i[to_h]
@@ -40,8 +54,11 @@ module Sluice
     # A tombstone (a key with no payload: the key's deletion in a compacted topic)?
     def tombstone? = payload.nil?
 
+    # @return [Hash] topic:, partition:, offset:, key:, payload:, headers:, timestamp: (a Time)
     def to_h = { topic: topic, partition: partition, offset: offset, key: key, payload: payload, headers: headers, timestamp: timestamp }
 
+    # A short line without the payload (it may be large, binary or confidential).
+    # @return [String] e.g. `#<Sluice::Message orders/0@42 key="k" 5 bytes>`
     def inspect
       shown_key = " key=#{key.inspect}" if key
       "#<#{self.class.name} #{topic}/#{partition}@#{offset}#{shown_key} #{payload ? "#{payload.bytesize} bytes" : "tombstone"}>"
@@ -50,6 +67,8 @@ module Sluice
 
     # pp, IRB, the Rails console and error trackers show the same short line,
     # never the payload (it may be large, binary or confidential).
+    # @param printer [PP]
+    # @return [void]
     def pretty_print(printer) = printer.text(inspect)
   end
 end

@@ -5,30 +5,44 @@ module Sluice
   # anything that responds to #call(message) and returns the message to go on
   # with (the same Hash changed, or a new one).
   #
+  # @example
   #   producer.middleware.append(->(message) { message[:headers] = { "trace" => id }; message })
   #
   # Steps run in order, on the thread that produces. Adding one while other
   # threads produce is safe: each message sees the steps of one moment.
   class Middleware
+    # No steps.
+    # @api private
     NONE = [].freeze
 
+    # A producer builds its own: use Producer#middleware.
     def initialize
       @mutex = Mutex.new
       @steps = NONE # copy-on-write: produce reads it without locking
     end
 
-    # Runs last. @return self
+    # Adds a step that runs after the others.
+    # @param step [#call, nil] or a block
+    # @return [self]
+    # @raise [ArgumentError] the step does not respond to #call
+    # @example
+    #   producer.middleware.append { |message| message.merge(headers: { "app" => "billing" }) }
     def append(step = nil, &block)
       change { |steps| steps + [callable(step, block)] }
     end
 
-    # Runs first. @return self
+    # Adds a step that runs before the others.
+    # @param step [#call, nil] or a block
+    # @return [self]
+    # @raise [ArgumentError] the step does not respond to #call
     def prepend(step = nil, &block)
       change { |steps| [callable(step, block)] + steps }
     end
 
+    # @return [Boolean] no step added
     def empty? = @steps.empty?
 
+    # @param message [Hash]
     # @return [Hash] the message after every step
     def run(message)
       steps = @steps
@@ -38,6 +52,7 @@ module Sluice
       message
     end
 
+    # @param messages [Array<Hash>]
     # @return [Array<Hash>] each message after every step (the Array itself when there are none)
     def run_many(messages)
       return messages if @steps.empty?

@@ -1,12 +1,14 @@
 # frozen_string_literal: true
 
 module Sluice
-  # Instrumentation bus of a producer: subscribe to named events with a block
+  # Instrumentation bus of a client (producer, consumer, admin; or a
+  # ProducerPool's, for the pool's own events): subscribe to named events with a block
   # (`subscribe("message.acknowledged") { |event| ... }`) or with a listener
   # object (`on_message_acknowledged(event)`, ...). A listener that raises is
   # reported as `error.occurred` (type "callbacks.listener.error") and never
   # stops polling or the other listeners.
   class Monitor
+    # Every event name a listener can subscribe to.
     EVENTS = %w[
       message.produced_async
       message.produced_sync
@@ -57,13 +59,22 @@ module Sluice
 
     # What a listener receives: the event's name and its payload (a Hash).
     Event = Struct.new(:id, :payload) do
+      # @param key [Symbol]
+      # @return [Object, nil] the payload's value
       def [](key) = payload[key]
+      # Hash#fetch on the payload.
+      # @return [Object]
+      # @raise [KeyError] a key the payload does not have (without a default)
       def fetch(...) = payload.fetch(...)
+      # @return [Hash] the payload
       def to_h = payload
     end
 
+    # No listeners (shared, frozen).
+    # @api private
     NONE = [].freeze
 
+    # @param logger [Logger] where an error.occurred listener's own failure is logged
     def initialize(logger: Logger.new($stderr, progname: "sluice"))
       @logger = logger
       @mutex = Mutex.new
@@ -72,9 +83,25 @@ module Sluice
       @deferred = {} # event name => waiters for its first listener (under @mutex)
     end
 
+    # Adds a listener. It runs on the thread that fires the event: for
+    # deliveries, errors and statistics the polling thread, which in :fd mode
+    # serves every client meanwhile, so keep it short.
     # @overload subscribe(event_name, &block)
-    # @overload subscribe(listener) — calls listener.on_<event_name_with_underscores>(event)
-    # @return the block or listener, to pass to #unsubscribe
+    #   @param event_name [String] one of EVENTS
+    #   @yieldparam event [Event]
+    #   @return [Proc] the block, to pass to #unsubscribe
+    #   @raise [ArgumentError] an unknown event name
+    # @overload subscribe(listener)
+    #   Calls listener.on_<event_name_with_underscores>(event) for each event
+    #   it has a method for.
+    #   @param listener [Object] e.g. with #on_message_acknowledged(event)
+    #   @return [Object] the listener, to pass to #unsubscribe
+    #   @raise [ArgumentError] the listener has no on_<event> method
+    # @example
+    #   producer.monitor.subscribe("message.acknowledged") do |event|
+    #     puts "delivered to #{event[:topic]}/#{event[:partition]} at #{event[:offset]}"
+    #   end
+    #   producer.monitor.subscribe(Sluice::Instrumentation::LoggerListener.new(Logger.new($stdout)))
     def subscribe(event_or_listener, &block)
       if block
         add(checked_name(event_or_listener), block)
@@ -88,6 +115,9 @@ module Sluice
       end
     end
 
+    # Removes a block or listener #subscribe returned, from every event.
+    # @param block_or_listener [Proc, Object]
+    # @return [void]
     def unsubscribe(block_or_listener)
       @mutex.synchronize do
         kept = @listeners.transform_values { |list| list.reject { |l| same_listener?(l, block_or_listener) }.freeze }
@@ -100,6 +130,9 @@ module Sluice
     # nobody listens to `name` yet, waiter.subscribed(name) is called once the
     # first listener subscribes, on the subscriber's thread.
     # @return [Boolean] deferred (false: someone listens already, go on)
+    # @api private
+    # @param name [String] an event name
+    # @param waiter [#subscribed]
     def defer_until_subscribed(name, waiter)
       @mutex.synchronize do
         return false if @listeners.key?(name)
@@ -111,16 +144,25 @@ module Sluice
     end
 
     # A closed client waits for nothing any more.
+    # @api private
+    # @param waiter [#subscribed]
+    # @return [void]
     def forget_deferred(waiter)
       @mutex.synchronize { @deferred.transform_values! { |waiters| waiters - [waiter] } }
     end
 
     # Cheap check so hot paths build payloads only for someone.
+    # @param name [String] an event name
+    # @return [Boolean]
     def listening?(name) = @listeners.key?(name)
 
     # Calls every listener of `name` with an Event; returns the payload.
     # With a block: runs it first, adds how long it took (payload[:time], ms)
     # and returns the block's value; the listeners run only when it returned.
+    # @api private
+    # @param name [String] an event name
+    # @param payload [Hash]
+    # @return [Hash, Object] the payload, or the block's value
     def instrument(name, payload, &block)
       listeners = @listeners.fetch(name, NONE)
       return timed(listeners, name, payload, &block) if block

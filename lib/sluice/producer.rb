@@ -3,6 +3,7 @@
 module Sluice
   # Produces messages to Kafka through one librdkafka handle.
   #
+  # @example
   #   producer = Sluice::Producer.new do |config|
   #     config.kafka = { "bootstrap.servers": "127.0.0.1:9092" }
   #   end
@@ -21,22 +22,35 @@ module Sluice
     include Buffering
     include Tombstones
 
+    # librdkafka's error numbers the producer acts on: a full local queue (waited
+    # out, see Config#wait_on_queue_full), a purge, a destroyed client.
     QUEUE_FULL = KafkaError.number_for(:queue_full)
+    # (see QUEUE_FULL)
     PURGED = KafkaError.number_for(:purge_queue)
+    # (see QUEUE_FULL)
     DESTROYED = KafkaError.number_for(:destroy)
     # What a report that never arrived (the handle was orphaned by close) says.
     NO_PARTITION = -1
     NO_OFFSET = -1001 # RD_KAFKA_OFFSET_INVALID
 
+    # @return [Middleware] steps every message goes through before it is produced
     attr_reader :middleware
 
     # The client in use (WaterDrop's name): a Native::Producer, or the
     # config.client_class of a test (Clients::Buffered#messages). A reload
     # replaces it.
+    # @return [Native::Producer, Clients::Buffered, Clients::Dummy]
     attr_reader :client
 
+    # Builds the producer and connects it: the block fills in its settings,
+    # which are then validated and frozen.
     # @yieldparam config [Config]
-    # @raise [Errors::ConfigurationInvalidError]
+    # @raise [Errors::ConfigurationInvalidError] a setting sluice or librdkafka refuses
+    # @example
+    #   producer = Sluice::Producer.new do |config|
+    #     config.kafka = { "bootstrap.servers": "127.0.0.1:9092", "enable.idempotence": true }
+    #     config.max_wait_timeout = 10_000
+    #   end
     def initialize(&)
       configure(Config.new, &)
       @notifier = DeliveryNotifier.new(@config.max_wait_timeout)
@@ -50,10 +64,15 @@ module Sluice
     end
 
     # Enqueues a message; the handle resolves when its delivery report arrives.
-    # @param message [Hash] topic:, payload:, key:, partition:, partition_key:, headers:, timestamp:, label:
+    # @param message [Hash] topic: (required), payload: (String or nil), key:,
+    #   partition: or partition_key:, headers: ({ name => value or [values] }),
+    #   timestamp: (Time or ms), label: (anything, handed back in the report)
     # @return [DeliveryHandle]
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
     #   (a fatal error: #fatal? true, with the fatal code)
+    # @example
+    #   handle = producer.produce_async(topic: "events", key: "user-1", payload: "signed up")
+    #   report = handle.wait # => #<Sluice::DeliveryReport topic="events" partition=0 offset=41>
     def produce_async(message)
       return transaction { produce_async(message) } if needs_own_transaction?
 
@@ -62,8 +81,12 @@ module Sluice
     end
 
     # Produces and waits for the delivery report (config.max_wait_timeout).
+    # @param message [Hash] as for #produce_async
     # @return [DeliveryReport]
     # @raise [Errors::WaitTimeoutError, Errors::ProduceError] and what #produce_async raises
+    # @example
+    #   report = producer.produce_sync(topic: "events", payload: "hello", headers: { "source" => "docs" })
+    #   report.offset # => 42
     def produce_sync(message)
       return transaction { produce_sync(message) } if needs_own_transaction?
 
@@ -75,7 +98,9 @@ module Sluice
 
     # Validates every message first (nothing is sent if one is invalid), then
     # enqueues the whole batch in one native call, in order.
+    # @param messages [Array<Hash>] each as for #produce_async
     # @return [Array<DeliveryHandle>]
+    # @raise [Errors::MessageInvalidError] one message is invalid (none was sent)
     # @raise [Errors::ProduceManyError] when enqueuing failed part-way; its
     #   #dispatched holds the handles of the messages already enqueued
     def produce_many_async(messages)
@@ -86,7 +111,11 @@ module Sluice
       instrument_with("messages.produced_async", :messages, messages) { dispatch_many(messages) }
     end
 
-    # @return [Array<DeliveryReport>]
+    # #produce_many_async, then waits for every delivery report (sent at once,
+    # without waiting linger.ms for more).
+    # @param messages [Array<Hash>] each as for #produce_async
+    # @return [Array<DeliveryReport>] in the order of messages
+    # @raise [Errors::WaitTimeoutError, Errors::ProduceError] and what #produce_many_async raises
     def produce_many_sync(messages)
       return transaction { produce_many_sync(messages) } if needs_own_transaction?
 
@@ -101,8 +130,14 @@ module Sluice
 
     # A view of this producer whose produce_* and flush_* use these
     # topic-level librdkafka settings and wait max_wait_timeout (ms).
+    # @param topic_config [Hash] topic-level librdkafka properties ("acks", "compression.type", ...)
+    # @param max_wait_timeout [Numeric] ms the variant's sync calls wait
     # @return [Variant]
     # @raise [Errors::ConfigurationInvalidError] a setting librdkafka refuses at topic level
+    # @raise [Errors::ProducerClosedError]
+    # @example
+    #   durable = producer.with(topic_config: { "acks": "all" }, max_wait_timeout: 30_000)
+    #   durable.produce_sync(topic: "payments", payload: "42 EUR")
     def with(topic_config: {}, max_wait_timeout: @config.max_wait_timeout)
       ensure_open!
       unless max_wait_timeout.is_a?(Numeric) && max_wait_timeout.positive?
@@ -116,6 +151,8 @@ module Sluice
 
     # Drops every message still buffered, queued in librdkafka or in flight:
     # their handles resolve with a purge error (`message.purged` for each).
+    # @return [nil]
+    # @raise [Errors::ProducerClosedError]
     def purge
       ensure_open!
       @buffer.take
@@ -125,12 +162,16 @@ module Sluice
     end
 
     # Partitions of topic, from metadata (cached for a while).
+    # @param topic [String, Symbol]
+    # @return [Integer]
     # @raise [Errors::ProduceError] the metadata request failed (unknown topic, timeout)
     # @raise [Errors::AuthenticationError] the brokers refuse the producer's credentials or TLS
     def partition_count(topic) = @partitioner.partition_count(topic.to_s)
 
     # Waits until every message produced so far has its delivery report.
+    # @param timeout_ms [Numeric, nil] nil: no limit
     # @return [Boolean] false when timeout_ms passed first
+    # @raise [Errors::ProducerClosedError]
     # @raise [Errors::AuthenticationError] messages failed meanwhile because
     #   the broker refused the client's credentials or TLS
     def flush(timeout_ms = nil)
@@ -145,11 +186,13 @@ module Sluice
       end
     end
 
-    # Messages not yet confirmed by a delivery report.
+    # @return [Integer] messages not yet confirmed by a delivery report
     def outstanding = @client.inflight_count
 
+    # @return [Boolean] enable.idempotence is on (a transactional producer always is)
     def idempotent? = transactional? || @config.kafka_setting("enable.idempotence") == "true"
 
+    # @return [String] id, polling mode and whether it is closed
     def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{closed? ? "closed" : "open"}>"
 
     private

@@ -11,6 +11,7 @@ module Sluice
   # (transactional producers: one transaction per producer at a time): WaterDrop::ConnectionPool
   # with its arguments and surface, on the connection_pool library.
   #
+  # @example
   #   pool = Sluice::ProducerPool.new(size: 5, timeout: 5_000) do |config, index|
   #     config.kafka = { "bootstrap.servers": "127.0.0.1:9092", "transactional.id": "billing-#{index}" }
   #   end
@@ -32,25 +33,46 @@ module Sluice
       attr_reader :default_pool
 
       # Where pools report connection_pool.* events.
+      # @return [Monitor]
       def monitor = @monitor ||= Monitor.new
 
       # Builds the process's pool (replacing none: shut the old one down first).
+      # @param size [Integer] producers at most
+      # @param timeout [Numeric] ms #with waits for a free producer
+      # @yieldparam config [Producer::Config] a new producer's settings
+      # @yieldparam index [Integer] (optional) 1 for the first producer built, then 2, 3, ...
       # @return [ProducerPool]
+      # @raise [ArgumentError] no block, or size or timeout out of range
+      # @example
+      #   Sluice::ProducerPool.setup(size: 3) { |config| config.kafka = { "bootstrap.servers": "127.0.0.1:9092" } }
+      #   Sluice.with { |producer| producer.produce_async(topic: "events", payload: "x") }
       def setup(size: 5, timeout: 5_000, &configure)
         @default_pool = new(size: size, timeout: timeout, &configure)
         monitor.instrument("connection_pool.setup", pool: @default_pool, size: size, timeout: timeout)
         @default_pool
       end
 
+      # Lends a producer of the process's pool to the block (see #with).
+      # @yieldparam producer [Producer]
+      # @return the block's value
+      # @raise [Errors::ProducerClosedError] no pool was set up
+      # @raise [ConnectionPool::TimeoutError] none became free within the pool's timeout
       def with(...) = configured.with(...)
 
+      # Runs the block in a transaction of a producer of the process's pool (see #transaction).
+      # @yieldparam producer [Producer]
+      # @return the block's value (nil when aborted)
+      # @raise [Errors::ProducerClosedError] no pool was set up
       def transaction(...) = configured.transaction(...)
 
       # @return [Hash, nil] { size:, available: } of the process's pool
       def stats = @default_pool&.stats
 
+      # @return [Boolean] the process's pool is set up
       def active? = !@default_pool.nil?
 
+      # Reloads the process's pool (see #reload); nothing without one.
+      # @return [void]
       def reload
         return unless @default_pool
 
@@ -58,6 +80,8 @@ module Sluice
         monitor.instrument("connection_pool.reload", pool: @default_pool)
       end
 
+      # Shuts the process's pool down (see #shutdown); the next .setup builds a new one.
+      # @return [nil]
       def shutdown
         return unless (pool = @default_pool)
 
@@ -78,6 +102,7 @@ module Sluice
     # @param timeout [Numeric] milliseconds #with waits for a free producer (WaterDrop's unit)
     # @yieldparam config [Config] a new producer's settings
     # @yieldparam index [Integer] 1 for the first producer built, then 2, 3, ... (with a block of two parameters)
+    # @raise [ArgumentError] no block, or size or timeout out of range
     def initialize(size: 5, timeout: 5_000, &configure)
       raise ArgumentError, "ProducerPool.new needs a block that fills in each producer's config" unless configure
       raise ArgumentError, "size must be a positive Integer, got #{size.inspect}" unless size.is_a?(Integer) && size.positive?
@@ -96,28 +121,38 @@ module Sluice
 
     # Lends a producer to the block (the same one for nested calls in this thread).
     # @raise [ConnectionPool::TimeoutError] none became free within timeout
+    # @yieldparam producer [Producer]
+    # @return the block's value
     def with(&) = @pool.with(&)
 
     # Runs the block in a transaction of a pooled producer.
+    # @yieldparam producer [Producer] the pooled producer, inside its transaction
+    # @return the block's value (nil when aborted)
+    # @raise [Errors::TransactionError] and what Producer#transaction raises
+    # @raise [ConnectionPool::TimeoutError] none became free within timeout
     def transaction
       with { |producer| producer.transaction { yield producer } }
     end
 
+    # @return [Integer] producers at most
     def size = @pool.size
 
-    # Producers free to lend now (or not built yet).
+    # @return [Integer] producers free to lend now (or not built yet)
     def available = @pool.available
 
+    # @return [Hash] { size:, available: }
     def stats = { size: size, available: available }
 
     # Closes every producer (those lent out as they come back) and builds new
     # ones as they are needed: after a configuration change, or to recover.
+    # @return [void]
     def reload
       @pool.reload(&:close)
       self.class.monitor.instrument("connection_pool.reloaded", pool: self)
     end
 
     # Closes every producer (those lent out as they come back); the pool takes no more calls.
+    # @return [nil]
     def shutdown
       @pool.shutdown(&:close)
       self.class.monitor.instrument("connection_pool.shutdown", pool: self)

@@ -15,6 +15,7 @@ module Sluice
     # only at its next failed reconnect (its backoff grows to 10 s). Used by
     # every wait that can be woken (delivery reports, flush, admin results).
     GRACE = 0.5
+    # A read that ran out of its slice: tried again until the deadline.
     TIMED_OUT = KafkaError.number_for(:timed_out)
 
     module_function

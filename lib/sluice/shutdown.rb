@@ -15,6 +15,7 @@ module Sluice
     @hooked = false
 
     class << self
+      # Tracks a client from creation (installing the at_exit hook with the first).
       # @api private
       def track(client)
         @lock.synchronize do
@@ -23,6 +24,7 @@ module Sluice
         end
       end
 
+      # Forgets a closed client.
       # @api private
       def untrack(client) = @lock.synchronize { @open.delete(client) }
 

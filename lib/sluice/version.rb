@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 module Sluice
+  # The gem's version.
   VERSION = "0.1.0"
 
   # The librdkafka release sluice builds from source and links into its

@@ -13,6 +13,9 @@ module Sluice
         @max_wait_timeout = 30_000
       end
 
+      # Checks every setting (Admin.new calls it before freezing the config).
+      # @return [self]
+      # @raise [Errors::ConfigurationInvalidError] naming the first bad setting
       def validate!
         super
         positive!(:max_wait_timeout, @max_wait_timeout)

@@ -14,13 +14,17 @@ module Sluice
       # The consumer groups' ids, sorted.
       # @raise [Errors::AdminError] a broker did not answer: an incomplete
       #   listing is never returned as if it were all the groups
+      # @return [Array<String>]
       def groups
         listings, errors = request(:groups, nil) { |client, id, ms| client.list_groups(id, ms) }
         errors.each { |code, message| fail!(:groups, "(a broker did not answer: the listing is incomplete)", code, message) }
         listings.map(&:first).sort
       end
 
+      # A group's state and members.
+      # @param group [String] the group id
       # @return [Hash] { state:, protocol:, members: [{ member_id:, client_id:, host:, assignment: { topic => [partition, ...] } }] }
+      #   (state: :stable, :empty, :preparing_rebalance, :completing_rebalance, :dead or :unknown)
       # @raise [Errors::UnknownGroupError]
       def describe_group(group)
         group = group_id(group)
@@ -30,6 +34,8 @@ module Sluice
         fail!(:describe_group, group, KafkaError.number_for(:group_id_not_found), "no group #{group}")
       end
 
+      # What the group committed: the offset of the next message each partition would read.
+      # @param group [String] the group id
       # @return [Hash] { topic => { partition => offset } } (empty for an unknown group)
       def committed_offsets(group)
         group = group_id(group)
@@ -40,6 +46,10 @@ module Sluice
       end
 
       # How far the group is behind: { topic => { partition => high watermark - committed } }
+      # @param group [String] the group id
+      # @return [Hash{String => Hash{Integer => Integer}}] partitions the group committed for
+      # @example
+      #   admin.lag("billing") # => { "orders" => { 0 => 12, 1 => 0 } }
       def lag(group)
         committed_offsets(group).to_h do |topic, offsets|
           [topic, offsets.to_h { |partition, offset| [partition, watermark_offsets(topic, partition).last - offset] }]
@@ -50,6 +60,10 @@ module Sluice
       # the first message at or after a Time, or { partition => offset }.
       # @return [Hash] { partition => offset } as committed
       # @raise [Errors::GroupNotEmptyError] while the group has members
+      # @param group [String] the group id
+      # @param topic [String, Symbol]
+      # @param target [Symbol, Time, Hash{Integer => Integer}] :earliest, :latest, a Time, or { partition => offset }
+      # @raise [ArgumentError] target is none of those
       def reset_offsets(group, topic, target)
         group = group_id(group)
         topic = topic_name(topic)
@@ -60,6 +74,9 @@ module Sluice
         offsets
       end
 
+      # Deletes a group and what it committed.
+      # @param group [String] the group id
+      # @return [nil]
       # @raise [Errors::UnknownGroupError, Errors::GroupNotEmptyError]
       def delete_group(group)
         group = group_id(group)

@@ -75,6 +75,7 @@ module Sluice
       # Without waiting: the result if it arrived (a wait on the polling thread serves the queue itself).
       def result(id) = @mutex.synchronize { @pending[id]&.drop(1) }
 
+      # Drops a request answered or given up on.
       def forget(id) = @mutex.synchronize { @pending.delete(id) }
 
       # Wakes every waiter: their client is gone.

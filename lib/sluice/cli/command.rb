@@ -7,13 +7,17 @@ module Sluice
     # SUMMARY and ARGUMENTS, adds its options in #define and does its work
     # in #run, returning an exit code (nil: 0).
     class Command
+      # Exit codes: a Kafka or operation error, a usage error.
       FAILED = 1
+      # (see FAILED)
       USAGE = 2
       PIPE_CLOSED = 141 # 128 + SIGPIPE: the reader of stdout went away (sluice tail | head)
+      # The positional arguments, as the usage line shows them ([NAME] is optional).
       ARGUMENTS = ""
       # What a timed-out or unreachable call most often means from a shell.
       UNREACHABLE = %i[timed_out request_timed_out all_brokers_down transport resolve].freeze
 
+      # @return [Options] the common options, as parsed
       attr_reader :options
 
       def initialize(name, streams, env)
@@ -40,6 +44,7 @@ module Sluice
         128 + e.signo
       end
 
+      # @return [String] the command's usage line, summary and options
       def help = parser.help
 
       private

@@ -10,6 +10,7 @@ module Sluice
       WINDOW = 10_000 # handles waited for at a time, once twice as many are pending
       SHOWN_FAILURES = 5 # failures told one by one; the summary counts the rest
 
+      # Messages counted so far: sent, delivered, failed.
       attr_reader :sent, :delivered, :failed
 
       # @param progress [Integer] messages between progress lines (0: none)
@@ -23,6 +24,9 @@ module Sluice
         @started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
 
+      # Counts a message sent; waits for the oldest handles once twice WINDOW
+      # are pending (memory stays bounded), and prints progress.
+      # @param handle [DeliveryHandle]
       def add(handle)
         @pending << handle
         @sent += 1
@@ -39,6 +43,7 @@ module Sluice
       # Waits for every handle still pending.
       def finish = settle(@pending.slice!(0..))
 
+      # @return [String] the line printed at the end: delivered, sent, failed, rate
       def summary(topic)
         "sluice produce: #{@delivered} of #{@sent} message(s) delivered to #{topic}, #{@failed} failed (#{rate} msg/s)"
       end

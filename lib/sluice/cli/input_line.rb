@@ -7,6 +7,7 @@ module Sluice
     # an object {"key":, "value":, "headers": {}, "partition":} (a null value
     # is a tombstone).
     class InputLine
+      # The fields a --json line may have.
       JSON_FIELDS = %w[key value headers partition].freeze
 
       # @param headers [Hash] -H pairs, for every message

@@ -5,6 +5,7 @@ module Sluice
     # How tail prints a message: its value (kcat's default; with -K DELIM,
     # key DELIM value), or one JSON object per line.
     class MessageFormat
+      # What -f takes.
       FORMATS = %w[value json].freeze
 
       # @param key_delimiter [String, nil] -K: print the key before the value
@@ -15,6 +16,8 @@ module Sluice
         @key_delimiter = key_delimiter
       end
 
+      # @param message [Message]
+      # @return [String] the message as printed, without the newline
       def line(message) = @json ? json(message) : value(message)
 
       private

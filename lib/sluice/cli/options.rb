@@ -8,6 +8,7 @@ module Sluice
     class Options
       DEFAULT_TIMEOUT = 10 # s
 
+      # @return [Numeric] --timeout, in seconds
       attr_reader :timeout
 
       def initialize(env)
@@ -18,6 +19,8 @@ module Sluice
         @log_level = Logger::WARN
       end
 
+      # Adds the options every command takes (-b, -X, --timeout, -q, -v).
+      # @param parser [OptionParser]
       def define(parser)
         parser.separator("")
         parser.separator("common options:")
@@ -32,6 +35,7 @@ module Sluice
       # @raise [UsageError] no broker given
       def kafka = @properties.merge("bootstrap.servers" => brokers)
 
+      # @return [Integer] --timeout (seconds) in ms
       def timeout_ms = (@timeout * 1000).round
 
       def brokers
@@ -41,6 +45,9 @@ module Sluice
         found
       end
 
+      # A logger on stderr at the level -v chose (-q: one discarding everything).
+      # @param stderr [IO]
+      # @return [Logger]
       def logger(stderr)
         return Logger.new(nil) unless @log_level
 

@@ -8,10 +8,14 @@ module Sluice
     class StartOffset
       # librdkafka's logical offsets (RD_KAFKA_OFFSET_*)
       BEGINNING = -2
+      # (see BEGINNING)
       END_OF_PARTITION = -1
+      # (see BEGINNING)
       STORED = -1000
       TAIL_BASE = -2000 # RD_KAFKA_OFFSET_TAIL(n) is TAIL_BASE - n
 
+      # #kind: :beginning, :end, :stored, :tail, :offset or :time; #value: N for
+      # :tail, the offset for :offset, the Time for :time, else nil.
       attr_reader :kind, :value
 
       # @raise [UsageError]

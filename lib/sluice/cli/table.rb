@@ -7,6 +7,9 @@ module Sluice
     module Table
       module_function
 
+      # @param header [Array<String>]
+      # @param rows [Array<Array>]
+      # @return [Array<String>] the header and the rows, columns padded to line up
       def lines(header, rows)
         all = [header, *rows].map { |row| row.map(&:to_s) }
         widths = header.each_index.map { |i| all.map { |row| row[i].size }.max }

@@ -14,6 +14,9 @@ module Sluice
         @max_wait_timeout = 10_000
       end
 
+      # Checks every setting (Consumer.new calls it before freezing the config).
+      # @return [self]
+      # @raise [Errors::ConfigurationInvalidError] naming the first bad setting, or without "group.id"
       def validate!
         super
         positive!(:max_wait_timeout, @max_wait_timeout)
@@ -37,6 +40,7 @@ module Sluice
       # system's, < 2.2) has no backoff setting: its fixed second needs the
       # big queue, so there both stay librdkafka's.
       PREFETCH_BACKOFF_MS = "10"
+      # queued.min.messages given with PREFETCH_BACKOFF_MS (see there).
       PREFETCH_MESSAGES = "15000"
       # Members learn of a rebalance from a heartbeat's answer, and a rebalance
       # completes once every member rejoined; a member that joins meanwhile
@@ -52,6 +56,7 @@ module Sluice
       # left to sluice (offsets are stored once a message was processed), a
       # 1 s heartbeat, and a short prefetch backoff with a smaller queue,
       # unless the application chose otherwise.
+      # @return [Array<Array(String, String)>]
       def kafka_pairs
         pairs = super
         pairs << ["enable.auto.offset.store", "false"] unless kafka_setting("enable.auto.offset.store")
@@ -66,9 +71,10 @@ module Sluice
       # librdkafka commits stored offsets in the background (and close commits
       # them), unless the application commits itself (exactly-once through a
       # producer's transaction, say).
+      # @return [Boolean]
       def auto_commit? = kafka_setting("enable.auto.commit") != "false"
 
-      # librdkafka's max.poll.interval.ms (its default when not given).
+      # @return [Integer] librdkafka's max.poll.interval.ms (its default when not given)
       def max_poll_interval_ms = Integer(kafka_setting("max.poll.interval.ms") || 300_000)
 
       private

@@ -62,9 +62,11 @@ module Sluice
     class Inbox
       include Clock
 
+      # Nothing buffered or lent (shared, frozen).
       EMPTY = [].freeze
       # Items taken from the queue per drain, and the time that may take (ms).
       DRAIN_ITEMS = 2_000
+      # (see DRAIN_ITEMS)
       DRAIN_BUDGET = 50
       # At most this long (s) between two polls while buffered messages are handed out (see #keep_polling).
       KEEP_POLLING = 1.0
@@ -159,6 +161,7 @@ module Sluice
       # taken. Native::Handoff#poll pops that one as it returns it.
       def lease = @lent
 
+      # Stores the offsets after a batch each_batch's block finished with.
       def processed_batch(messages)
         @client.store_offsets(messages, messages.size)
         unlend(messages)

@@ -9,8 +9,10 @@ module Sluice
     # same librdkafka handle. The poller runs it only when someone listens to
     # `statistics.emitted`; emissions nobody heard are not part of a delta.
     class StatisticsDecorator
+      # Appended to a key's name for its delta ("txmsgs" -> "txmsgs_d").
       SUFFIX = "_d"
 
+      # A new decorator knows no previous emission: its first deltas are 0.
       def initialize
         @previous = nil
       end

@@ -27,7 +27,9 @@ module Sluice
     class AuthWatch
       include Clock
 
+      # The code that only says no broker is usable, not why.
       ALL_BROKERS_DOWN = :all_brokers_down
+      # A transport error whose description says TLS refused the broker's certificate.
       UNTRUSTED_CERTIFICATE = /certificate verify failed/
       # A failure still explains all_brokers_down this long (s) after it was
       # last seen: librdkafka's reconnect backoff tops out at 10 s, and it

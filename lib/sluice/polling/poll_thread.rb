@@ -8,6 +8,7 @@ module Sluice
     class PollThread
       # How long one blocking poll lasts; closing interrupts it at once.
       WAIT_MS = 1_000
+      # Longest pause (s) after serve raised, growing from 20 ms with each failure in a row.
       MAX_BACKOFF = 1.0
 
       def initialize
@@ -16,14 +17,16 @@ module Sluice
         @running = false
       end
 
+      # Clients served: 1 while its client is open (Poller's interface).
       def count = @state && !@state.closed? ? 1 : 0
 
       def alive? = !@thread.nil? && @thread.alive?
 
       def in_poller_thread? = Thread.current.thread_variable_get(THREAD_KEY).equal?(self)
 
-      # @api private — starts the thread serving state (a reloaded client
+      # Starts the thread serving state (a reloaded client
       # registers its new state on the same PollThread).
+      # @api private
       def register(state)
         @state = state
         @running = true
@@ -33,8 +36,9 @@ module Sluice
         @thread.report_on_exception = false
       end
 
-      # @api private — stops and joins the thread, then dispatches what is
+      # Stops and joins the thread, then dispatches what is
       # left. Idempotent; works when the thread is already gone.
+      # @api private
       def unregister(state)
         return if state.closed?
 

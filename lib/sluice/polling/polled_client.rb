@@ -21,7 +21,9 @@ module Sluice
       LOG_SEVERITIES = [Logger::FATAL, Logger::FATAL, Logger::FATAL, Logger::ERROR,
                         Logger::WARN, Logger::INFO, Logger::INFO, Logger::DEBUG].freeze
 
+      # What a purged message's report says (queued, or in flight).
       PURGE_ERRORS = %i[purge_queue purge_inflight].map { |code| KafkaError.number_for(code) }.freeze
+      # A commit with nothing to commit: not an error worth reporting.
       NO_OFFSET_TO_COMMIT = KafkaError.number_for(:no_offset)
       # What a report that never arrived says (its client was destroyed first).
       NO_PARTITION = -1
@@ -120,6 +122,7 @@ module Sluice
       # side, or a listener that yields the GVL lets it return early.
       def settled? = @dispatching.zero? && @backlog.nil?
 
+      # The pipe librdkafka writes to when the client's queue gets events.
       def wakeup_fd = @client.wakeup_fd
 
       # Marks the client as leaving its poller; true the first time only.
@@ -137,6 +140,7 @@ module Sluice
 
       def closed? = @closed
 
+      # Fires an event of this client's monitor, with the client's id in the payload.
       def instrument(name, payload = {})
         @monitor.instrument(name, { @id_key => @client_id }.merge!(payload))
       end
@@ -178,6 +182,7 @@ module Sluice
       # could answer (the first one fires inside Producer.new/Consumer.new).
       def subscribed(_event_name) = answer_token_refresh
 
+      # @return [String] the kind of client, its id, and whether it is closed
       def inspect = "#<#{self.class.name} #{@kind} #{@client_id.inspect}#{" closed" if @closed}>"
 
       private

@@ -21,7 +21,9 @@ module Sluice
     class Poller
       include Clock
 
+      # Longest pause (s) of a client (or the poller) whose serving raised, growing from 20 ms with each failure in a row.
       MAX_BACKOFF = 1.0
+      # Longest time (s) between two periodic polls when no client asks for sooner.
       DEFAULT_PERIOD = 1.0
 
       @instance_mutex = Mutex.new
@@ -36,6 +38,7 @@ module Sluice
           end
         end
 
+        # A new poller's id (the shared instance is 0).
         # @api private
         def next_id = @instance_mutex.synchronize { @ids += 1 }
       end
@@ -65,9 +68,10 @@ module Sluice
                     { waits: @waits, wakeups: @wakeups, rearms: @rearms, periodic_polls: @periodic_polls }
                   end
 
-      # @api private — returns once the poller serves the client's state. (A
+      # Returns once the poller serves the client's state. (A
       # poller thread that is stopping hands the registration to its successor.)
       # @raise what adding it to the selector raised (then it is not registered)
+      # @api private
       def register(state)
         reset if forked?
         state.client.wakeup_enable
@@ -82,10 +86,11 @@ module Sluice
         end
       end
 
-      # @api private — returns once every event of the client was dispatched
+      # Returns once every event of the client was dispatched
       # and the poller has let go of it; then the pipe is closed. Idempotent.
       # A poller thread that is gone (killed, or process teardown after at_exit)
       # cannot do it: then the caller does it.
+      # @api private
       def unregister(state)
         unless state.closed?
           @mutex.synchronize { @count -= 1 } if state.leave! # counted once, however often close is retried
@@ -279,7 +284,7 @@ module Sluice
       # The loop ends when no client is left and none is on its way.
       def stopping? = @mutex.synchronize { @thread.nil? || !@thread.equal?(Thread.current) }
 
-      # @count already includes registrations still queued or in the batch being
+      # `@count` already includes registrations still queued or in the batch being
       # applied, so a client arriving while the last one leaves keeps us running.
       def stop_if_idle
         @mutex.synchronize do

@@ -14,6 +14,7 @@ module Sluice
       # @return [Integer] messages now buffered
       def push(message) = @mutex.synchronize { @messages.push(message).size }
 
+      # @return [Integer] messages now buffered
       def concat(messages) = @mutex.synchronize { @messages.concat(messages).size }
 
       # Empties the buffer. @return [Array<Hash>] what it held
@@ -30,6 +31,7 @@ module Sluice
         @mutex.synchronize { @messages = messages + @messages } unless messages.empty?
       end
 
+      # @return [Integer] messages now buffered
       def size = @mutex.synchronize { @messages.size }
       def empty? = size.zero?
 

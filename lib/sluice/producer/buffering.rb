@@ -7,6 +7,8 @@ module Sluice
     # as one batch. Middleware runs and messages are validated when they are
     # buffered, not again when they are flushed.
     module Buffering
+      # Adds a message to the buffer, to be sent by the next #flush_sync or #flush_async.
+      # @param message [Hash] as for Producer#produce_async
       # @return [Integer] messages now buffered
       # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError]
       def buffer(message)
@@ -17,7 +19,9 @@ module Sluice
       end
 
       # Buffers every message, or none when one is invalid.
+      # @param messages [Array<Hash>]
       # @return [Integer] messages now buffered
+      # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError]
       def buffer_many(messages)
         ensure_open!
         messages = @middleware.run_many(batch!(messages))
@@ -25,7 +29,7 @@ module Sluice
         instrument_with("messages.buffered", :messages, messages) { @buffer.concat(messages) }
       end
 
-      # The messages buffered and not yet flushed (a copy).
+      # @return [Array<Hash>] the messages buffered and not yet flushed (a copy)
       def buffered = @buffer.messages
 
       # Sends everything buffered and waits for the delivery reports. A
@@ -37,7 +41,9 @@ module Sluice
       # @raise [Errors::ProduceManyError] and what #produce_many_sync raises
       def flush_sync = flush_buffer(:sync)
 
-      # Sends everything buffered. @return [Array<DeliveryHandle>]
+      # Sends everything buffered, without waiting for the reports.
+      # @return [Array<DeliveryHandle>]
+      # @raise [Errors::ProduceManyError] and what Producer#produce_many_async raises
       def flush_async = flush_buffer(:async)
 
       private

@@ -55,6 +55,8 @@ module Sluice
         @client_class = Native::Producer
       end
 
+      # Checks every setting (Producer.new calls it before freezing the config).
+      # @return [self]
       # @raise [Errors::ConfigurationInvalidError] naming the first bad setting
       def validate!
         super
@@ -66,6 +68,9 @@ module Sluice
         self
       end
 
+      # Freezes non_reloadable_errors too, and notes whether the producer is
+      # transactional (asked on every produce).
+      # @return [self]
       def freeze
         @non_reloadable_errors = @non_reloadable_errors.dup.freeze if @non_reloadable_errors.is_a?(Array)
         @transactional = !kafka_setting("transactional.id").nil? # asked on every produce

@@ -20,6 +20,7 @@ module Sluice
       #   waits for every report.
       # @raise [Errors::ProducerTransactionalCloseAttemptError] inside this
       #   producer's own transaction block
+      # @return [nil]
       def close(timeout: @config.max_wait_timeout)
         return if closed?
         return close_from_trap(timeout) if Blocking.trap_context?
@@ -34,10 +35,13 @@ module Sluice
 
       # Closes without waiting for deliveries: what is still queued or in flight
       # is purged (those handles resolve with a purge error).
+      # @return [nil]
       def close! = close(timeout: 0)
 
-      # @api private — Shutdown's at_exit hook. Closes with the usual bound and
-      # says so loudly when messages had to be dropped.
+      # Shutdown's at_exit hook. Closes with the usual bound and says so loudly
+      # when messages had to be dropped.
+      # @api private
+      # @return [void]
       def close_at_exit
         close
         return if @dropped.zero?

@@ -9,6 +9,7 @@ module Sluice
     # the block returns, abort when it raises, or on break/return/throw (then
     # EarlyTransactionExitNotAllowedError), or when #close takes it over.
     module Transactions
+      # Commits tried when librdkafka refuses one as retriable at once.
       COMMIT_ATTEMPTS = 3
       # Between two commits librdkafka refused as retriable at once (s).
       COMMIT_BACKOFF = 0.1
@@ -37,6 +38,13 @@ module Sluice
       # @raise [Errors::TransactionError] (#fatal? for a fatal error: with
       #   config.reload_on_transaction_fatal_error the producer has already
       #   rebuilt its client, and the next transaction can go ahead)
+      # @raise [Errors::EarlyTransactionExitNotAllowedError] the block was left by break, return or throw
+      # @yield the work of the transaction: produce_*, transaction_mark_as_consumed
+      # @example
+      #   producer.transaction do
+      #     producer.produce_async(topic: "orders", payload: "created")
+      #     producer.produce_async(topic: "audit", payload: "order created")
+      #   end # both committed, or neither
       def transaction
         return yield if own_transaction?
 
@@ -64,6 +72,9 @@ module Sluice
       # then commits nothing itself: give it "enable.auto.commit": false.
       # @raise [Errors::TransactionRequiredError] outside this producer's transaction block
       # @raise [Errors::TransactionError]
+      # @param consumer [Consumer] the consumer the messages came from
+      # @param messages [Message, Array<Message>]
+      # @return [nil]
       def transaction_mark_as_consumed(consumer, messages)
         unless own_open_transaction?
           raise Errors::TransactionRequiredError, "transaction_mark_as_consumed needs an open transaction: call it inside producer.transaction { }"
@@ -75,9 +86,10 @@ module Sluice
         transactional(:send_offsets_to_transaction, consumer.native, offsets, call_timeout)
       end
 
+      # @return [Boolean] the producer has a transactional.id
       def transactional? = @config.transactional?
 
-      # Inside a transaction block (of this fiber)?
+      # @return [Boolean] inside a transaction block (of this fiber)
       def transaction? = own_transaction?
 
       private

@@ -21,9 +21,16 @@ module Sluice
       # Fiber-local: the variant a producing call runs under.
       KEY = :__sluice_variant
 
+      # The producer it views, its topic settings (frozen), the id the native
+      # client knows them by (0: the producer's own), and its wait (ms).
       attr_reader :producer, :topic_config, :topic_config_id, :max_wait_timeout
 
-      # @api private — Producer#with builds variants
+      # Producer#with builds variants.
+      # @api private
+      # @param producer [Producer]
+      # @param topic_config [Hash]
+      # @param topic_config_id [Integer]
+      # @param max_wait_timeout [Numeric] ms
       def initialize(producer, topic_config:, topic_config_id:, max_wait_timeout:)
         super(producer)
         @producer = producer
@@ -32,18 +39,23 @@ module Sluice
         @max_wait_timeout = max_wait_timeout
       end
 
+      # @return [Boolean] same settings and wait as the producer itself
       def default? = @topic_config_id.zero? && @max_wait_timeout == @producer.config.max_wait_timeout
 
       PRODUCING.each do |name|
         define_method(name) { |*args, **options| use { @producer.public_send(name, *args, **options) } }
       end
 
-      # @api private — the variant a producing call of `producer` runs under, if any.
+      # The variant a producing call of `producer` runs under, if any.
+      # @api private
+      # @param producer [Producer]
+      # @return [Variant, nil]
       def self.current(producer)
         variant = Thread.current[KEY]
         variant if variant&.producer.equal?(producer)
       end
 
+      # @return [String] the producer, topic settings and wait
       def inspect = "#<#{self.class.name} of #{@producer.inspect} topic_config=#{@topic_config.inspect} max_wait_timeout=#{@max_wait_timeout}>"
 
       private

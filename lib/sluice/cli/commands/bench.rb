@@ -6,10 +6,13 @@ module Sluice
       # sluice bench TOPIC: a short produce run, every delivery waited for,
       # printing messages per second (kafka-producer-perf-test.sh, briefly).
       class Bench < Command
+        # What `sluice` and `sluice help` say of the command.
         SUMMARY = "produce throughput: messages of a size, from one or more producers, in msg/s"
+        # (see Command::ARGUMENTS)
         ARGUMENTS = "TOPIC"
         BATCH = 1_000 # messages per produce_many_async
 
+        # --messages, --size, --producers.
         def define(parser)
           @messages = 100_000
           @size = 100
@@ -21,6 +24,7 @@ module Sluice
           end
         end
 
+        # @return [Integer, nil] FAILED when a delivery failed
         def run(topic)
           producers = Array.new(@producers) { new_producer }
           started = Process.clock_gettime(Process::CLOCK_MONOTONIC)

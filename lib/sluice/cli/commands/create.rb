@@ -6,9 +6,12 @@ module Sluice
       # sluice create TOPIC: a new topic, returned once the brokers show it
       # (kafka-topics.sh --create).
       class Create < Command
+        # What `sluice` and `sluice help` say of the command.
         SUMMARY = "create a topic"
+        # (see Command::ARGUMENTS)
         ARGUMENTS = "TOPIC"
 
+        # --partitions, --replication-factor, --config, --if-not-exists.
         def define(parser)
           @partitions = 1
           @replication_factor = 1
@@ -21,6 +24,7 @@ module Sluice
           parser.on("--if-not-exists", "an existing topic is not an error") { @if_not_exists = true }
         end
 
+        # @return [nil]
         def run(topic)
           with_admin { |admin| admin.create_topic(topic, partitions: @partitions, replication_factor: @replication_factor, config: @config) }
           out("created topic #{topic}: #{@partitions} partition(s), replication factor #{@replication_factor}")

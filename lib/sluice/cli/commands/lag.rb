@@ -2,17 +2,22 @@
 
 module Sluice
   module CLI
+    # One class per subcommand (see Command).
     module Commands
       # sluice lag GROUP: per partition the group committed, the partition's
       # end and the difference, and the total (kafka-consumer-groups.sh --describe).
       class Lag < Command
+        # What `sluice` and `sluice help` say of the command.
         SUMMARY = "a group's committed offset, end offset and lag per partition, and the total"
+        # (see Command::ARGUMENTS)
         ARGUMENTS = "GROUP [TOPIC]"
 
+        # -J (JSON).
         def define(parser)
           parser.on("-J", "--json", "one JSON object instead of a table") { @json = true }
         end
 
+        # @return [nil]
         def run(group, topic = nil)
           rows = with_admin { |admin| rows(admin, group, topic) }
           total = rows.sum(&:last)

@@ -6,10 +6,14 @@ module Sluice
       # sluice produce TOPIC: a message per line of stdin (kcat -P), every
       # delivery waited for. Exit 1 when any message failed.
       class Produce < Command
+        # What `sluice` and `sluice help` say of the command.
         SUMMARY = "produce stdin's lines (or --json objects) to a topic, waiting for every delivery"
+        # (see Command::ARGUMENTS)
         ARGUMENTS = "TOPIC"
+        # Messages between two progress lines on stderr.
         DEFAULT_PROGRESS = 100_000
 
+        # -K, -H, -p, --json, --progress.
         def define(parser)
           @headers = {}
           @progress = DEFAULT_PROGRESS
@@ -22,6 +26,7 @@ module Sluice
           end
         end
 
+        # @return [Integer, nil] FAILED when a message failed
         def run(topic)
           raise UsageError, "-K and --json do not go together: a JSON line names its key" if @key_delimiter && @json
 

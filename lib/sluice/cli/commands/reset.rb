@@ -8,14 +8,18 @@ module Sluice
       # --reset-offsets). Refused while the group has members: they would
       # commit over it.
       class Reset < Command
+        # What `sluice` and `sluice help` say of the command.
         SUMMARY = "move a group's committed offsets on a topic (the group must have no active member)"
+        # (see Command::ARGUMENTS)
         ARGUMENTS = "GROUP TOPIC"
 
+        # --to, --dry-run.
         def define(parser)
           parser.on("--to TARGET", "earliest, latest, or a time (ISO 8601 or ms since the epoch)") { |target| @target = target(target) }
           parser.on("--dry-run", "print the plan, commit nothing") { @dry_run = true }
         end
 
+        # @return [Integer, nil] FAILED when the group has members
         def run(group, topic)
           raise UsageError, "--to is required (earliest, latest or a time)" unless @target
 

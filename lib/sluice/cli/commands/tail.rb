@@ -10,10 +10,14 @@ module Sluice
       # Reads by assignment, outside any group, unless -G names one. Ctrl-C
       # or SIGTERM stops the read and closes the consumer: exit 130 or 143.
       class Tail < Command
+        # What `sluice` and `sluice help` say of the command.
         SUMMARY = "print a topic's messages (kcat -C)"
+        # (see Command::ARGUMENTS)
         ARGUMENTS = "TOPIC"
+        # Signals that stop the read (the exit code is then 128 + the signal's number).
         SIGNALS = %w[INT TERM].freeze
 
+        # -o, -c, -e, -f, -J, -K, -p, -G.
         def define(parser)
           @start = StartOffset.parse("end")
           @format = "value"
@@ -29,6 +33,7 @@ module Sluice
           parser.on("-G", "--group GROUP", "read as a member of GROUP (subscribe, commit) instead of by assignment") { |group| @group = group }
         end
 
+        # @return [Integer, nil] 128 + n when signal n stopped it
         def run(topic)
           format = MessageFormat.new(@format, @key_delimiter)
           check_group_options!
