@@ -212,9 +212,15 @@ module Sluice
       if event.id == "error.occurred"
         @logger.error("error.occurred listener raised #{error.class}: #{error.message}")
       else
-        instrument("error.occurred", producer_id: event[:producer_id], type: "callbacks.listener.error",
-                                     error: error, event_id: event.id)
+        instrument("error.occurred", client_ids(event).merge!(type: "callbacks.listener.error", error: error, event_id: event.id))
       end
+    end
+
+    # The event's client: a consumer's or an admin's listener error names it
+    # as such; producer_id (nil when no client is named) as WaterDrop's does.
+    def client_ids(event)
+      ids = event.payload.slice(:producer_id, :consumer_id, :admin_id)
+      ids.empty? ? { producer_id: nil } : ids
     end
 
     def same_listener?(callable, block_or_listener)

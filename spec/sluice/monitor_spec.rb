@@ -39,6 +39,16 @@ RSpec.describe Sluice::Monitor do
     expect(errors.first[:error].message).to eq("boom")
   end
 
+  it "names the consumer or admin whose event's listener raised" do
+    errors = []
+    monitor.subscribe("error.occurred") { |event| errors << event.payload }
+    monitor.subscribe("consumer.partitions_assigned") { raise "boom" }
+    monitor.subscribe("admin.closed") { raise "boom" }
+    monitor.instrument("consumer.partitions_assigned", consumer_id: "c", partitions: {})
+    monitor.instrument("admin.closed", admin_id: "a")
+    expect(errors.map { |error| error.slice(:producer_id, :consumer_id, :admin_id) }).to eq([{ consumer_id: "c" }, { admin_id: "a" }])
+  end
+
   it "tells whether anyone listens" do
     expect(monitor.listening?("statistics.emitted")).to be(false)
     monitor.subscribe("statistics.emitted") {}

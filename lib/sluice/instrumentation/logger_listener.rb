@@ -101,7 +101,7 @@ module Sluice
       end
 
       # error.occurred comes from consumers too
-      def client_id(event) = event[:producer_id] || event[:consumer_id]
+      def client_id(event) = event[:producer_id] || event[:consumer_id] || event[:admin_id]
     end
   end
 end
