@@ -33,6 +33,7 @@ module Sluice
       producer.closed
       producer.reload
       producer.reloaded
+      poller.budget_exceeded
       poller.producer_registered
       poller.producer_unregistered
       consumer.partitions_assigned

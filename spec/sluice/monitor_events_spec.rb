@@ -13,7 +13,7 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
       "message.acknowledged", "message.purged", "error.occurred", "statistics.emitted", "oauthbearer.token_refresh",
       "transaction.started", "transaction.committed", "transaction.aborted", "transaction.finished",
       "producer.connected", "producer.closing", "producer.closed", "producer.reload", "producer.reloaded",
-      "poller.producer_registered", "poller.producer_unregistered",
+      "poller.budget_exceeded", "poller.producer_registered", "poller.producer_unregistered",
       "consumer.partitions_assigned", "consumer.partitions_revoked", "consumer.offsets_committed",
       "consumer.partition_eof", "consumer.connected", "consumer.closing", "consumer.closed",
       "poller.consumer_registered", "poller.consumer_unregistered",

@@ -87,14 +87,14 @@ module Sluice
         begin
           @served_at = now
           deadline = @served_at + (budget_ms / 1000.0) unless budget_ms.negative?
-          return true unless dispatch_backlog(deadline)
+          return budget_exceeded(budget_ms) unless dispatch_backlog(deadline)
           return false if @closed # a callback closed the client meanwhile
 
           @backlog = @client.drain(deadline ? [(deadline - now) * 1000, 0].max : -1, acks?)
           @backlog_at = 0
-          return true unless dispatch_backlog(deadline)
+          return budget_exceeded(budget_ms) unless dispatch_backlog(deadline)
 
-          @client.exhausted?
+          @client.exhausted? && budget_exceeded(budget_ms)
         ensure
           @dispatching -= 1
           @notifier.notify
@@ -201,6 +201,15 @@ module Sluice
       end
 
       def acks? = @monitor.listening?("message.acknowledged")
+
+      # The turn ended with work left (the rest waits for the next turn): a
+      # client that often does is too slow for its max_time (its listeners, or
+      # its volume), and delays its poller's other clients.
+      # @return [true]
+      def budget_exceeded(budget_ms)
+        instrument("poller.budget_exceeded", max_time: budget_ms) if @monitor.listening?("poller.budget_exceeded")
+        true
+      end
 
       # Successful deliveries were recorded on their handles in C; what is
       # dispatched here is failures to resolve, deliveries to acknowledge (only

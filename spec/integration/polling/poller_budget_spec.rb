@@ -57,6 +57,19 @@ RSpec.describe "Polling budgets and fault isolation", :kafka do
     end
   end
 
+  describe "poller.budget_exceeded" do
+    it "reports each turn that max_time cut short, with the client and its max_time (both modes)" do
+      producer = build_producer { |config| config.polling.fd.max_time = 5 }
+      warm(producer)
+      exceeded = record_events(producer.monitor, "poller.budget_exceeded")
+      producer.monitor.subscribe("message.acknowledged") { sleep 0.01 } # the slow subscriber is the point
+      producer.produce_many_sync(Array.new(20) { |i| { topic: topic, payload: "slow #{i}" } })
+
+      event = exceeded.await { |e| e.id == "poller.budget_exceeded" }
+      expect(event.payload).to eq(producer_id: producer.id, max_time: 5)
+    end
+  end
+
   describe "a fault in one producer's turn", skip: fd_only do
     # A stand-in for any bug in serving a client: a monitor that raises when
     # the drain asks whether acknowledgements are wanted, while `broken`.
