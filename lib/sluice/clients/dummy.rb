@@ -45,18 +45,25 @@ module Sluice
         @destroyed = false
       end
 
+      # A name in librdkafka's handle-name form (client.id, default "rdkafka",
+      # then "#dummy-" and the object id), unique per client, for logs.
       def name = "#{@settings.fetch("client.id", "rdkafka")}#dummy-#{object_id}"
 
       # --- producing (Native::Producer's contract) --------------------------
 
+      # The native client's own checks: the same MessageInvalidError, word for word.
+      # @raise [Errors::MessageInvalidError]
       def validate(message) = VALIDATOR.validate(message)
 
+      # What #produce builds each handle from: the producer's DeliveryHandle
+      # class, and the notifier that wakes the threads waiting on handles.
       def handles(klass, notifier)
         @handle_class = klass
         @notifier = notifier
         nil
       end
 
+      # Delivers the message now: its handle is resolved before this returns.
       # @return [DeliveryHandle], or false: the message has a partition_key and
       #   no partition (the producer resolves the key, then calls again)
       def produce(message, partition = nil, _topic_config_id = nil)
@@ -67,6 +74,7 @@ module Sluice
         deliver(message, partition)
       end
 
+      # Delivers the messages now, in order, once every one passed validation.
       # @return [Array(Array<DeliveryHandle>, nil)], or false as #produce
       def produce_many(messages, partitions = nil, _topic_config_id = nil)
         open!
@@ -76,8 +84,11 @@ module Sluice
         [messages.each_with_index.map { |message, i| deliver(message, partitions&.at(i)) }, nil]
       end
 
+      # A variant's topic settings: counted, not checked (no librdkafka handle to refuse them).
+      # @return [Integer] the id #produce takes (1, 2, ...)
       def add_topic_config(_pairs) = @lock.synchronize { @topic_configs += 1 }
 
+      # The topic's partition count as metadata would give it (default 1).
       # @return [Array(Integer, Integer)] no error, and #partition_counts' count
       def partition_count(topic, _timeout_ms) = [0, @partition_counts[topic.to_s]]
 
@@ -100,27 +111,38 @@ module Sluice
         true
       end
 
+      # Acknowledgements the poller has not taken yet: what close waits to see reach 0
+      # (for the native client, the messages librdkafka still holds).
       def outq_len = @lock.synchronize { @acks.size }
       alias queue_length outq_len
 
       # Every message is delivered at once: nothing is ever in flight.
       def inflight_count = 0
+      # No handle is left without a delivery when the client is destroyed: always empty.
       def take_inflight = []
+      # Nothing is queued or in flight to drop: 0, librdkafka's "no error".
       def purge = 0
+      # Always 0: no broker ever refuses this client, so no deliveries need to prove it was accepted.
       def progress = 0
+      # Never fatal: nil (the native client's [code, reason] once librdkafka hits a fatal error).
       def fatal_error = nil
 
       # --- transactions (the producer's Ruby side keeps their rules) -------
 
+      # Succeeds at once: nil, librdkafka's "no error".
       def init_transactions(_timeout_ms) = nil
 
-      # Each returns nil: librdkafka's "no error".
+      # Succeeds at once: nil, librdkafka's "no error".
       def begin_transaction = nil
 
+      # Succeeds at once: nil, librdkafka's "no error" (Buffered keeps the transaction's messages here).
       def commit_transaction(_timeout_ms) = nil
 
+      # Succeeds at once: nil, librdkafka's "no error" (Buffered drops the transaction's messages here).
       def abort_transaction(_timeout_ms) = nil
 
+      # Accepts the consumer's offsets and drops them: nil, librdkafka's "no error".
+      # Nothing is committed for the consumer.
       def send_offsets_to_transaction(_consumer, _offsets, _timeout_ms) = nil
 
       # --- the poller's contract -------------------------------------------
@@ -134,12 +156,17 @@ module Sluice
       # The pipe lives until #destroy: :thread mode waits on it too.
       def wakeup_disable = nil
 
+      # The pipe's read end the poller watches; nil once destroyed.
       def wakeup_fd = @destroyed ? nil : @reader.fileno
 
+      # Writes a wake-up to the pipe, as librdkafka does for its queue (the poller
+      # re-arms a client this way).
       def wakeup_signal = @lock.synchronize { signal }
 
+      # Makes a #wait_events blocked in another thread return now (by a wake-up).
       def interrupt_wait = wakeup_signal
 
+      # Hands the poller every acknowledgement waiting, and wakes #flush.
       # @return [Array] the poller's flat quads: [handle, nil, nil, 0] per
       #   acknowledgement when acks (someone listens to message.acknowledged)
       def drain(_budget_ms, acks)
@@ -162,10 +189,15 @@ module Sluice
         false
       end
 
+      # Accepted and ignored (no broker to authenticate to): nil, no error.
       def oauthbearer_set_token(_token, _lifetime_ms, _principal_name, _extensions) = nil
 
+      # Accepted and ignored (no broker to authenticate to): nil.
       def oauthbearer_set_token_failure(_reason) = nil
 
+      # Closes the wake-up pipe; later calls that produce or flush raise
+      # ProducerClosedError. Takes the native client's optional timeout, and
+      # has nothing to wait for. A second call does nothing.
       def destroy(*)
         @lock.synchronize do
           @destroyed = true
@@ -174,10 +206,13 @@ module Sluice
         nil
       end
 
+      # Destroyed, or built in another process (see #forked?).
       def closed? = @destroyed || forked?
 
+      # Built in another process: producing or flushing here raises ForkedProcessError.
       def forked? = @pid != Process.pid
 
+      # Shows whether the client is closed (destroyed, or built in another process).
       def inspect = "#<#{self.class.name} #{closed? ? "closed" : "open"}>"
 
       private

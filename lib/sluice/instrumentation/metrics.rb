@@ -17,6 +17,7 @@ module Sluice
       # One number of librdkafka's statistics: where it is (a key path) and what it becomes.
       Stat = Struct.new(:type, :name, :path, :help)
 
+      # Numbers of the client as a whole (the top level of the statistics), tagged client_id and kind.
       ROOT = [
         Stat.new(:count, "calls", %w[tx], "requests sent to brokers"),
         Stat.new(:gauge, "queue.size", %w[msg_cnt], "messages in the producer queue (not yet delivered)"),
@@ -27,6 +28,7 @@ module Sluice
         Stat.new(:count, "messages.consumed.bytes", %w[rxmsg_bytes], "bytes of the messages fetched from brokers")
       ].freeze
 
+      # Numbers of each broker the client talks to (no bootstrap or logical entries), tagged broker: its node name.
       BROKER = [
         Stat.new(:count, "deliver.attempts", %w[txretries], "requests retried"),
         Stat.new(:count, "deliver.errors", %w[txerrs], "requests that failed to be sent"),
@@ -50,6 +52,7 @@ module Sluice
         Stat.new(:gauge, "consumer.fetch_queue.bytes", %w[fetchq_size], "bytes of the messages fetched, not yet handed out")
       ].freeze
 
+      # The metrics made from sluice's events rather than from statistics: name => [type, help].
       EVENTS = {
         "error_occurred" => [:count, "error.occurred events, by type"],
         "acknowledged" => [:count, "messages delivered (message.acknowledged; only with deliveries: true)"],
@@ -62,6 +65,7 @@ module Sluice
       # name => help, for every metric (a backend that must describe a metric asks here)
       HELP = (ROOT + BROKER + PARTITION).to_h { |stat| [stat.name, stat.help] }.merge(EVENTS.transform_values(&:last)).freeze
 
+      # The event keys that name a client, and what each makes the kind tag.
       ID_KEYS = { producer_id: "producer", consumer_id: "consumer", admin_id: "admin" }.freeze
 
       def initialize
@@ -69,6 +73,9 @@ module Sluice
         @totals = {} # client id => { [name, tags] => last total }
       end
 
+      # A `statistics.emitted` event's samples: ROOT's, BROKER's per broker and
+      # (a consumer's) PARTITION's per partition fetched; a count is the
+      # increase since this client's previous emission.
       # @return [Array<Sample>]
       def statistics(event)
         stats = event[:statistics]
@@ -81,11 +88,17 @@ module Sluice
         samples.compact
       end
 
+      # `error.occurred`: error_occurred, 1, tagged with the error's type.
       def error(event) = [Sample.new(:count, "error_occurred", 1, tags(event).merge(type: event[:type].to_s))]
+      # `message.acknowledged`: acknowledged, 1, tagged with the topic.
       def acknowledged(event) = [Sample.new(:count, "acknowledged", 1, tags(event).merge(topic: event[:topic].to_s))]
+      # `message.purged`: purged, 1, tagged with the topic.
       def purged(event) = [Sample.new(:count, "purged", 1, tags(event).merge(topic: event[:topic].to_s))]
+      # `consumer.partitions_assigned`: consumer.assigned, the partitions assigned, per topic.
       def assigned(event) = rebalanced("consumer.assigned", event)
+      # `consumer.partitions_revoked`: consumer.revoked, the partitions revoked, per topic.
       def revoked(event) = rebalanced("consumer.revoked", event)
+      # `transaction.finished`: transaction.time, how long it took (ms).
       def transaction(event) = [Sample.new(:timing, "transaction.time", event[:time].to_f, tags(event))]
 
       # A closed client's totals are forgotten (a long-lived process makes many).

@@ -21,16 +21,25 @@ module Sluice
       # instruments it for every delivered message, and only while someone
       # listens: with this module the poller builds one event per delivery.
       module Deliveries
+        # `message.acknowledged`: the acknowledged count, per topic.
         def on_message_acknowledged(event) = emit(@metrics.acknowledged(event))
       end
 
+      # `statistics.emitted`: the client's, its brokers' and (a consumer's) its partitions' counts and gauges.
       def on_statistics_emitted(event) = emit(@metrics.statistics(event))
+      # `error.occurred`: the error_occurred count, per error type.
       def on_error_occurred(event) = emit(@metrics.error(event))
+      # `message.purged`: the purged count, per topic.
       def on_message_purged(event) = emit(@metrics.purged(event))
+      # `consumer.partitions_assigned`: the consumer.assigned count (partitions), per topic.
       def on_consumer_partitions_assigned(event) = emit(@metrics.assigned(event))
+      # `consumer.partitions_revoked`: the consumer.revoked count (partitions), per topic.
       def on_consumer_partitions_revoked(event) = emit(@metrics.revoked(event))
+      # `transaction.finished`: the transaction.time timing (ms).
       def on_transaction_finished(event) = emit(@metrics.transaction(event))
+      # `producer.closed`: no metric; the producer's running totals are forgotten.
       def on_producer_closed(event) = @metrics.closed(event)
+      # `consumer.closed`: no metric; the consumer's running totals are forgotten.
       def on_consumer_closed(event) = @metrics.closed(event)
 
       private

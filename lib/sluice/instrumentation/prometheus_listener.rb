@@ -5,9 +5,8 @@ module Sluice
     # librdkafka's statistics and sluice's events as Prometheus metrics, in a
     # prometheus-client-mmap registry (Debian: ruby-prometheus-client-mmap),
     # which the application serves as it already does (its Rack exporter, or
-    # Prometheus::Client::Formats::Text.marshal):
-    #
-    #   monitor.subscribe(Sluice::Instrumentation::PrometheusListener.new(registry: Prometheus::Client.registry))
+    # Prometheus::Client::Formats::Text.marshal_multiprocess); .new shows how
+    # to subscribe one.
     #
     # Names are Metrics' names with dots as underscores under the namespace
     # (sluice_network_latency_avg); counters end in _total; timings are
@@ -16,11 +15,16 @@ module Sluice
     class PrometheusListener
       include MetricsListener
 
+      # What to install when prometheus/client is missing (the LoadError says it).
       PACKAGE = "ruby-prometheus-client-mmap (gem prometheus-client-mmap)"
+      # The histogram buckets of timings (transaction.time), in ms: 5 ms to 30 s.
       BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000].freeze
 
+      # Where the metrics are registered: serve or marshal it to expose them.
+      # @return [Prometheus::Client::Registry]
       attr_reader :registry
 
+      # Subscribe it to the monitor of each client to measure.
       # @param registry [Prometheus::Client::Registry] where the metrics are
       #   registered (default: Prometheus::Client.registry); a metric some
       #   other listener registered there already is shared
@@ -28,6 +32,10 @@ module Sluice
       # @param labels [Hash{Symbol => String}] added to every sample (say, host:)
       # @param deliveries [Boolean] also count every delivered message
       #   (message.acknowledged: an event per message; see Deliveries)
+      # @raise [LoadError] prometheus-client-mmap is not installed (the message names the package)
+      # @example One listener for every client of the monitor, with a label of the application's own
+      #   listener = Sluice::Instrumentation::PrometheusListener.new(registry: Prometheus::Client.registry, labels: { app: "billing" })
+      #   monitor.subscribe(listener)
       def initialize(registry: nil, namespace: "sluice", labels: {}, deliveries: false)
         MetricsListener.require_library("prometheus/client", PACKAGE)
         @registry = registry || ::Prometheus::Client.registry

@@ -24,16 +24,32 @@ module Sluice
     # partitions) was handed out, poll returns nil then (or waits up to its
     # timeout for a #feed from another thread). #stop ends them earlier.
     # Messages are handed out in the order they were fed.
+    #
+    # @example
+    #   consumer = Sluice::Testing::Consumer.new
+    #   consumer.feed(topic: "orders", key: "order-1", payload: "42")
+    #   consumer.feed(topic: "orders", payload: "43", partition: 1)
+    #   consumer.subscribe("orders")
+    #   consumer.each_message { |message| puts "#{message.partition}/#{message.offset}: #{message.payload}" }
+    #   consumer.commit
+    #   consumer.committed # => { "orders" => { 0 => 1, 1 => 1 } }
+    #   consumer.close
     class Consumer
       include Clock
 
       # What #committed says of a partition with no committed offset (RD_KAFKA_OFFSET_INVALID).
       NO_OFFSET = -1001
+      # For #seek and #assign: the partition's first message (RD_KAFKA_OFFSET_BEGINNING).
       OFFSET_BEGINNING = -2
+      # For #seek and #assign: the next message fed to the partition (RD_KAFKA_OFFSET_END).
       OFFSET_END = -1
 
+      # Names the consumer in error messages and #inspect.
+      # @return [String]
       attr_reader :id
 
+      # An empty consumer: nothing fed, nothing subscribed or assigned.
+      # @param id [String] default: "sluice-testing-" and 8 random hex digits
       # @param auto_commit [Boolean] close commits the stored offsets (as "enable.auto.commit")
       def initialize(id: "sluice-testing-#{SecureRandom.hex(4)}", auto_commit: true)
         @id = id
@@ -51,9 +67,16 @@ module Sluice
         @closed = false
       end
 
-      # Adds a message at the end of its partition (as a producer would).
-      # @return [Message]
+      # Adds a message at the end of its partition (as a producer would), and
+      # wakes a #poll waiting in another thread.
+      # @param topic [String, Symbol]
+      # @param payload [String, nil] nil: a tombstone
+      # @param key [String, nil]
+      # @param partition [Integer] created when first fed; offsets count from 0
+      # @param headers [Hash{String => String, Array<String>}, nil] an Array value: that header repeated
       # @param timestamp [Time, Integer] a Time or milliseconds since the epoch
+      # @return [Message] the message as it will be handed out, with its offset
+      # @raise [ArgumentError] a payload or key that is not a String, a bad topic or partition
       def feed(topic:, payload: nil, key: nil, partition: 0, headers: nil, timestamp: Time.now)
         raise ArgumentError, "payload must be a String or nil, got #{payload.class}" unless payload.nil? || payload.is_a?(String)
         raise ArgumentError, "key must be a String or nil, got #{key.class}" unless key.nil? || key.is_a?(String)
@@ -64,7 +87,11 @@ module Sluice
         end
       end
 
-      # Reads these topics: every partition fed to them, now or later.
+      # Reads these topics: every partition fed to them, now or later. Replaces
+      # the previous subscription.
+      # @param topics [Array<String, Symbol>] (an Array is flattened)
+      # @return [nil]
+      # @raise [ArgumentError] no topic, or one that is not a non-empty String or Symbol
       def subscribe(*topics)
         topics = topics.flatten.map { |topic| topic_name(topic) }
         raise ArgumentError, "subscribe needs at least one topic" if topics.empty?
@@ -74,9 +101,14 @@ module Sluice
         nil
       end
 
+      # Stops reading the subscribed topics; partitions given to #assign are still read.
+      # @return [nil]
       def unsubscribe = @lock.synchronize { @subscription = [] } && nil
 
-      # Reads outside a group: { topic => [partition, ...] } or { topic => { partition => offset } }.
+      # Reads these partitions too, outside a group; an offset given moves the
+      # partition's position there (OFFSET_BEGINNING, OFFSET_END allowed).
+      # @param assignments [Hash] topic => [partition, ...] or topic => { partition => offset }
+      # @return [nil]
       def assign(assignments)
         open!
         @lock.synchronize do
@@ -91,7 +123,8 @@ module Sluice
         nil
       end
 
-      # @return [Hash{String => Array<Integer>}]
+      # The partitions read: those fed to subscribed topics, and those assigned.
+      # @return [Hash{String => Array<Integer>}] topic => partitions, sorted
       def assignment
         open!
         @lock.synchronize { assigned }.group_by(&:first).transform_values { |list| list.map(&:last).sort }
@@ -99,6 +132,7 @@ module Sluice
 
       # Yields every message (see the class comment for when it returns).
       # @yieldparam message [Message]
+      # @return [nil]
       def each_message
         reading do
           while (message = take(1)&.first)
@@ -108,7 +142,11 @@ module Sluice
       end
 
       # Yields batches of up to max_items messages (max_wait: accepted, not waited).
+      # @param max_items [Integer] the largest batch
+      # @param max_wait [Integer] ignored: nothing is waited for
       # @yieldparam messages [Array<Message>]
+      # @return [nil]
+      # @raise [ArgumentError] max_items is not a positive Integer
       def each_batch(max_items: 500, max_wait: 100) # rubocop:disable Lint/UnusedMethodArgument -- Consumer#each_batch's signature
         raise ArgumentError, "max_items must be a positive Integer, got #{max_items.inspect}" unless max_items.is_a?(Integer) && max_items.positive?
 
@@ -121,6 +159,8 @@ module Sluice
 
       # The next message, or nil once none came within timeout_ms. Its offset
       # is not stored: call #store_offset once it is processed.
+      # @param timeout_ms [Integer] how long to wait for a #feed from another thread (0: not at all)
+      # @return [Message, nil]
       def poll(timeout_ms = 0)
         deadline = now + (timeout_ms / 1000.0)
         reading do
@@ -132,6 +172,9 @@ module Sluice
       end
 
       # What the next commit commits for the message's partition: the offset after it.
+      # @param message [Message]
+      # @return [nil]
+      # @raise [ArgumentError] not a Sluice::Message
       def store_offset(message)
         raise ArgumentError, "store_offset takes a Sluice::Message, got #{message.class}" unless message.is_a?(Message)
 
@@ -140,7 +183,12 @@ module Sluice
         nil
       end
 
-      # Commits the stored offsets, or the given ones ({ topic => { partition => offset } }).
+      # Commits the stored offsets, or the given ones instead (each the offset
+      # of the next message to read).
+      # @param offsets [Hash, nil] topic => { partition => offset }; nil: the stored ones
+      # @param async [Boolean] accepted, as Consumer#commit's; the commit is done on return either way
+      # @param by_topic [Hash] the offsets as keywords (commit(orders: { 0 => 5 }))
+      # @return [nil]
       def commit(offsets = nil, async: false, **by_topic) # rubocop:disable Lint/UnusedMethodArgument -- Consumer#commit's signature
         open!
         offsets ||= by_topic unless by_topic.empty?
@@ -161,26 +209,39 @@ module Sluice
       end
 
       # Stops handing out the partition; what it still has is handed out after #resume.
+      # @return [nil]
       # @raise [Errors::ConsumerStateError] the partition is not assigned
       def pause(topic, partition) = change(topic, partition) { |key| @paused[key] = true }
 
+      # Hands the partition out again from where #pause stopped it.
+      # @return [nil]
+      # @raise [Errors::ConsumerStateError] the partition is not assigned
       def resume(topic, partition) = change(topic, partition) { |key| @paused.delete(key) }
 
       # The next message of the partition will be the one at offset
       # (OFFSET_BEGINNING, OFFSET_END: the first one, the next one fed).
+      # @param offset [Integer]
+      # @return [nil]
+      # @raise [ArgumentError] offset is not an Integer
+      # @raise [Errors::ConsumerStateError] the partition is not assigned
       def seek(topic, partition, offset)
         raise ArgumentError, "an offset is an Integer, got #{offset.inspect}" unless offset.is_a?(Integer)
 
         change(topic, partition) { |key| @positions[key] = absolute(key, offset) }
       end
 
-      # each_message, each_batch and poll return after the current message or batch.
+      # each_message, each_batch and poll return after the current message or
+      # batch (call it from a block or another thread). The next read starts afresh.
+      # @return [nil]
       def stop
         @stopping = true
         nil
       end
 
-      # Commits what is stored (auto_commit), then refuses every call.
+      # Commits what is stored (auto_commit), then refuses every read, commit
+      # and partition change: they raise Errors::ConsumerClosedError. A second
+      # call does nothing.
+      # @return [nil]
       def close
         return if @closed
 
@@ -189,11 +250,14 @@ module Sluice
         nil
       end
 
+      # #close was called.
       def closed? = @closed
 
-      # @api private — what Producer#transaction_mark_as_consumed hands to the (in-memory) client.
+      # What Producer#transaction_mark_as_consumed hands to the (in-memory) client: this consumer.
+      # @api private
       def native = open!
 
+      # Shows the id and whether the consumer is closed.
       def inspect = "#<#{self.class.name} id=#{@id.inspect} #{@closed ? "closed" : "open"}>"
 
       private

@@ -8,6 +8,7 @@ module Sluice
     # (Clients::Buffered, Testing.producer). Included in every example group
     # by `require "sluice/testing/rspec"` (`require "sluice/testing"` under RSpec).
     #
+    # @example
     #   expect(producer).to have_produced(topic: "events", payload: "hello")
     #   expect(producer).to have_produced(topic: "events", key: "user-1").twice
     #   expect(producer).to have_produced(topic: "events", headers: hash_including("type" => "created")).times(3)
@@ -17,8 +18,11 @@ module Sluice
       class HaveProduced
         include ::RSpec::Matchers::Composable
 
+        # The message fields it can match (keys of the messages Clients::Buffered keeps).
         FIELDS = %i[topic payload key partition headers label].freeze
 
+        # @param expected [Hash] as have_produced's
+        # @raise [ArgumentError] a field that is not one of FIELDS
         def initialize(expected)
           unknown = expected.keys - FIELDS
           raise ArgumentError, "have_produced takes #{FIELDS.join(", ")}; unknown: #{unknown.join(", ")}" unless unknown.empty?
@@ -27,15 +31,23 @@ module Sluice
           @count = nil
         end
 
-        # Exactly n matching messages (default: at least one).
+        # Exactly count matching messages (default: at least one).
+        # @param count [Integer]
+        # @return [self]
         def times(count)
           @count = count
           self
         end
 
+        # Exactly one matching message.
+        # @return [self]
         def once = times(1)
+        # Exactly two matching messages.
+        # @return [self]
         def twice = times(2)
 
+        # Counts the matching messages of the producer (or client) given.
+        # @raise [ArgumentError] its client keeps no messages (not a Clients::Buffered)
         def matches?(producer)
           @produced = messages_of(producer)
           found = @produced.count { |message| match?(message) }
@@ -43,12 +55,16 @@ module Sluice
           @count ? found == @count : found.positive?
         end
 
+        # For `not_to`: no matching message (or not the count given to #times).
         def does_not_match?(producer) = !matches?(producer)
 
+        # What RSpec prints for the expectation (documentation format, one-liners).
         def description = "have produced #{wanted}"
 
+        # What was expected, how many messages matched, and the last 20 produced.
         def failure_message = "expected to have produced #{wanted}, found #{found_count}#{listing}"
 
+        # As #failure_message, for `not_to`.
         def failure_message_when_negated = "expected not to have produced #{wanted}, found #{found_count}#{listing}"
 
         private
@@ -86,8 +102,11 @@ module Sluice
         end
       end
 
+      # Matches a producer (or its client) that kept a message with these fields.
       # @param expected [Hash] topic:, payload:, key:, partition:, headers:, label:
       #   (values or RSpec matchers; a field not given matches anything)
+      # @return [HaveProduced]
+      # @raise [ArgumentError] a field that is not one of HaveProduced::FIELDS
       def have_produced(**expected) = HaveProduced.new(expected) # rubocop:disable Naming/PredicateName -- RSpec's have_ matcher name
     end
   end
