@@ -59,7 +59,8 @@ module Sluice
         "purged" => [:count, "messages purged before delivery"],
         "consumer.assigned" => [:count, "partitions assigned to the consumer by rebalances"],
         "consumer.revoked" => [:count, "partitions revoked from the consumer by rebalances"],
-        "transaction.time" => [:timing, "how long a transaction took (ms)"]
+        "transaction.time" => [:timing, "how long a transaction took (ms)"],
+        "polling.budget_exceeded" => [:count, "polling turns max_time cut short, work left for the next (poller.budget_exceeded)"]
       }.freeze
 
       # name => help, for every metric (a backend that must describe a metric asks here)
@@ -100,6 +101,8 @@ module Sluice
       def revoked(event) = rebalanced("consumer.revoked", event)
       # `transaction.finished`: transaction.time, how long it took (ms).
       def transaction(event) = [Sample.new(:timing, "transaction.time", event[:time].to_f, tags(event))]
+      # `poller.budget_exceeded`: polling.budget_exceeded, 1.
+      def budget_exceeded(event) = [Sample.new(:count, "polling.budget_exceeded", 1, tags(event))]
 
       # A closed client's totals are forgotten (a long-lived process makes many).
       def closed(event)

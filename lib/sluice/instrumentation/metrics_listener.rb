@@ -37,6 +37,8 @@ module Sluice
       def on_consumer_partitions_revoked(event) = emit(@metrics.revoked(event))
       # `transaction.finished`: the transaction.time timing (ms).
       def on_transaction_finished(event) = emit(@metrics.transaction(event))
+      # `poller.budget_exceeded`: the polling.budget_exceeded count.
+      def on_poller_budget_exceeded(event) = emit(@metrics.budget_exceeded(event))
       # `producer.closed`: no metric; the producer's running totals are forgotten.
       def on_producer_closed(event) = @metrics.closed(event)
       # `consumer.closed`: no metric; the consumer's running totals are forgotten.

@@ -78,6 +78,8 @@ RSpec.describe Sluice::Instrumentation::Metrics do
     expect(assigned.map { |sample| [sample.value, sample.tags[:topic]] }).to eq([[2, "a"], [1, "b"]])
     expect(metrics.transaction(event(producer_id: "p1", time: 12.5)).first.to_a)
       .to eq([:timing, "transaction.time", 12.5, { client_id: "p1", kind: "producer" }])
+    expect(metrics.budget_exceeded(event(consumer_id: "c1", max_time: 100)).first.to_a)
+      .to eq([:count, "polling.budget_exceeded", 1, { client_id: "c1", kind: "consumer" }])
   end
 
   it "describes every metric it makes" do
