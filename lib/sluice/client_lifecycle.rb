@@ -8,11 +8,12 @@ module Sluice
   #
   #   :initial --connect--> :connected --close--> :closing --> :closed
   #
-  # (:closing may also follow a failed reload of a producer's client.) Each
-  # kind adds only its hooks: which native client it builds (#native_class),
-  # what it attaches before and after registration (#attach, #connected),
-  # what it releases first when disconnecting (#detach) and how it shuts down
-  # (its own #close, which runs #close_under_lock).
+  # (A producer whose client could not be rebuilt after a fatal error goes
+  # straight to :closed.) Each kind adds only its hooks: which native client
+  # it builds (#native_class), what it attaches before and after
+  # registration (#attach, #connected), what it releases first when
+  # disconnecting (#detach) and how it shuts down (its own #close, which runs
+  # #close_under_lock).
   module ClientLifecycle
     # How long a close started from a signal handler is waited for there
     # beyond its own timeout; after that it finishes in the background.
@@ -34,6 +35,7 @@ module Sluice
     # Answers an `oauthbearer.token_refresh` event (event[:bearer] is this
     # client). Works inside new too, where the first refresh may be served.
     # @raise [KafkaError] librdkafka refused the token
+    # @raise [Errors::ProducerClosedError, Errors::ConsumerClosedError, Errors::AdminClosedError] the client is closed
     # @param token [String] the token
     # @param lifetime_ms [Integer] when it expires, in ms since the epoch
     # @param principal_name [String]
@@ -53,6 +55,7 @@ module Sluice
     # reports it and asks again later.
     # @param reason [#to_s] what went wrong, for librdkafka's log and error report
     # @return [nil]
+    # @raise [Errors::ProducerClosedError, Errors::ConsumerClosedError, Errors::AdminClosedError] the client is closed
     def oauthbearer_set_token_failure(reason)
       token_state.oauthbearer_set_token_failure(reason.to_s)
       nil
