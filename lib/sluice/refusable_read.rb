@@ -17,6 +17,15 @@ module Sluice
     GRACE = 0.5
     # A read that ran out of its slice: tried again until the deadline.
     TIMED_OUT = KafkaError.number_for(:timed_out)
+    # A read whose connection broke (a broker restarting, a connection reset):
+    # asked again, at most TRANSPORT_ASKS times in all, TRANSPORT_BACKOFF s
+    # apart. A blip is ridden out; brokers that stay unreachable are still
+    # reported at once, not after the whole wait.
+    TRANSPORT = KafkaError.number_for(:transport)
+    # (see TRANSPORT)
+    TRANSPORT_ASKS = 3
+    # (see TRANSPORT)
+    TRANSPORT_BACKOFF = 0.1
 
     module_function
 
@@ -27,6 +36,7 @@ module Sluice
     # @return [Array] the block's last result
     # @raise [Errors::AuthenticationError]
     def call(deadline, refused)
+      broken = 0
       loop do
         result = yield(Clock.ms_until(deadline).clamp(1, SLICE))
         code = result.first
@@ -34,8 +44,17 @@ module Sluice
 
         failure = refused.call
         raise Errors::AuthenticationError, failure if failure
-        return result unless code == TIMED_OUT && Clock.now < deadline
+        return result unless Clock.now < deadline && again?(code, broken += (code == TRANSPORT ? 1 : 0))
       end
+    end
+
+    # Whether a read that failed with code is asked again (after a pause for a broken connection).
+    def again?(code, broken)
+      return true if code == TIMED_OUT
+      return false unless code == TRANSPORT && broken < TRANSPORT_ASKS
+
+      sleep(TRANSPORT_BACKOFF)
+      true
     end
   end
 end
