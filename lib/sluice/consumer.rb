@@ -24,6 +24,7 @@ module Sluice
   class Consumer
     include Clock
     include Lifecycle
+    include Arguments
 
     # Builds the consumer and connects it (it reads nothing before #subscribe
     # or #assign): the block fills in its settings, then validated and frozen.
@@ -394,30 +395,6 @@ module Sluice
       return if open_client.assignment.any? { |t, p| t == topic.to_s && p == partition }
 
       raise Errors::ConsumerStateError, "#{topic}/#{partition} is not assigned to consumer #{@id} (assignment: #{assignment.inspect})"
-    end
-
-    def topic_name(topic)
-      return topic.to_s if (topic.is_a?(String) || topic.is_a?(Symbol)) && !topic.empty?
-
-      raise ArgumentError, "a topic is a non-empty String or Symbol, got #{topic.inspect}"
-    end
-
-    def partition_number(partition)
-      return partition if partition.is_a?(Integer) && partition >= 0
-
-      raise ArgumentError, "a partition is an Integer >= 0, got #{partition.inspect}"
-    end
-
-    def offset_number(offset)
-      return offset if offset.is_a?(Integer)
-
-      raise ArgumentError, "an offset is an Integer, got #{offset.inspect}"
-    end
-
-    def milliseconds(value, name)
-      return if value.is_a?(Numeric) && !value.negative? && value.to_f.finite?
-
-      raise ArgumentError, "#{name} is a number of milliseconds >= 0, got #{value.inspect}"
     end
 
     def lag_of(topic, partition, committed_offset)

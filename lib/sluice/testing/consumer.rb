@@ -36,6 +36,7 @@ module Sluice
     #   consumer.close
     class Consumer
       include Clock
+      include Sluice::Consumer::Arguments
 
       # What #committed says of a partition with no committed offset (RD_KAFKA_OFFSET_INVALID).
       NO_OFFSET = -1001
@@ -343,18 +344,6 @@ module Sluice
         raise Errors::ConsumerClosedError, "consumer #{@id} is closed" if @closed
 
         self
-      end
-
-      def topic_name(topic)
-        return topic.to_s if (topic.is_a?(String) || topic.is_a?(Symbol)) && !topic.empty?
-
-        raise ArgumentError, "a topic is a non-empty String or Symbol, got #{topic.inspect}"
-      end
-
-      def partition_number(partition)
-        return partition if partition.is_a?(Integer) && partition >= 0
-
-        raise ArgumentError, "a partition is an Integer >= 0, got #{partition.inspect}"
       end
     end
   end
