@@ -71,7 +71,7 @@ module Soak
     def plot
       return puts("soak: no gnuplot, no plot (apt-get install gnuplot-nox)") unless system("command -v gnuplot >/dev/null")
 
-      dat = "#{@options[:json]}.dat"
+      dat = File.join(ROOT, "tmp", "#{File.basename(@options[:plot], ".*")}.dat") # the plot's input, not a result
       lines = @rows.map { |r| [*r.values_at(:minute, :rss_mb, :fds, :threads), r[:p50_ms] || "NaN", r[:p99_ms] || "NaN", r[:lag]].join(" ") }
       File.write(dat, lines.join("\n"))
       _, status = Open3.capture2e("gnuplot", stdin_data: gnuplot_script(dat))
