@@ -64,10 +64,11 @@ module Toxiproxy
 
     private
 
-    def enabled(node, value) = request(:post, "/proxies/#{proxy(node)}", { enabled: value })
+    # PATCH: toxiproxy 2.12 logs POST for an update as deprecated.
+    def enabled(node, value) = request(:patch, "/proxies/#{proxy(node)}", { enabled: value })
 
     def request(verb, path, body = nil)
-      request = { get: Net::HTTP::Get, post: Net::HTTP::Post, delete: Net::HTTP::Delete }.fetch(verb).new(path)
+      request = { get: Net::HTTP::Get, post: Net::HTTP::Post, patch: Net::HTTP::Patch, delete: Net::HTTP::Delete }.fetch(verb).new(path)
       request.content_type = "application/json"
       request.body = JSON.generate(body) if body
       response = Net::HTTP.start(API.host, API.port, open_timeout: 5, read_timeout: 10) { |http| http.request(request) }
