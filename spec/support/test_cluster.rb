@@ -2,12 +2,19 @@
 
 require "open3"
 
-# The three-node cluster of the broker-failure specs (spec/cluster): started,
-# killed and restarted one node at a time by `bin/kafka cluster`, and read back
-# to the end of each partition.
+# The three-node cluster of the broker-failure and network-fault specs
+# (spec/cluster): started, killed and restarted one node at a time by
+# `bin/kafka cluster`, and read back to the end of each partition.
 module TestCluster
-  PORT = Integer(ENV.fetch("KAFKA_CLUSTER_PORT", "19092"))
-  BROKERS = Array.new(3) { |i| "127.0.0.1:#{PORT + i}" }.join(",")
+  # Clients bootstrap through the toxiproxies (29092-29094): every connection
+  # goes through a proxy, which a spec can slow down, blackhole or close.
+  PROXY_PORT = Integer(ENV.fetch("KAFKA_CLUSTER_PROXY_PORT", "29092"))
+  BROKERS = Array.new(3) { |i| "127.0.0.1:#{PROXY_PORT + i}" }.join(",")
+  # The nodes' inter-broker listeners (19292-19294), no proxy in between:
+  # what the readers that check a run's result use, so that what they see
+  # does not depend on the faults being healed.
+  INTERNAL_PORT = Integer(ENV.fetch("KAFKA_CLUSTER_INTERNAL_PORT", "19292"))
+  DIRECT = Array.new(3) { |i| "127.0.0.1:#{INTERNAL_PORT + i}" }.join(",")
   SCRIPT = File.expand_path("../../bin/kafka", __dir__)
 
   class << self
@@ -26,6 +33,17 @@ module TestCluster
     def create_topic(name, partitions)
       cluster("topic", name, partitions.to_s)
       name
+    end
+
+    # Faster than #create_topic (no JVM to start): through the Admin API, directly.
+    def create_topics(names, partitions)
+      with_admin { |admin| names.each { |name| admin.create_topic(name, partitions: partitions, replication_factor: 3) } }
+      names
+    end
+
+    # @return [Integer] the node leading topic/partition, asked directly (not through a proxy)
+    def leader(topic, partition)
+      with_admin { |admin| admin.describe_topic(topic)[:partitions].find { |p| p[:partition] == partition }.fetch(:leader) }
     end
 
     # SIGKILL, then wait until the controller has fenced the node: none of the
@@ -62,7 +80,7 @@ module TestCluster
     # @return [Array<Array(Integer, String)>] [offset, payload] in log order
     def read_partition(topic, partition, isolation:, timeout: 60)
       consumer = Sluice::Consumer.new do |config|
-        config.kafka = { "bootstrap.servers": BROKERS, "group.id": "sluice-cluster-spec-#{rand(1 << 30)}",
+        config.kafka = { "bootstrap.servers": DIRECT, "group.id": "sluice-cluster-spec-#{rand(1 << 30)}",
                          "enable.auto.commit": false, "isolation.level": isolation, "enable.partition.eof": true }
         config.logger = Logger.new(nil)
       end
@@ -75,6 +93,16 @@ module TestCluster
     end
 
     private
+
+    def with_admin
+      admin = Sluice::Admin.new do |config|
+        config.kafka = { "bootstrap.servers": DIRECT }
+        config.logger = Logger.new(nil)
+      end
+      yield admin
+    ensure
+      admin&.close
+    end
 
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
