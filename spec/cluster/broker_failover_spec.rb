@@ -29,9 +29,7 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
   # reports, 10 refused produces). Only versions tested are trusted.
   stale_metadata = Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.14")
 
-  before(:context) { @cluster_was_running = TestCluster.start }
-  after(:context) { TestCluster.stop unless @cluster_was_running }
-
+  before(:context) { TestCluster.start }
   let(:topic) { TestCluster.create_topic("sluice-failover-#{SecureRandom.hex(4)}", 3) }
 
   def cluster_producer(kafka:, **settings)

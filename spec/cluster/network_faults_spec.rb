@@ -20,12 +20,7 @@ require_relative "network_workloads"
 #
 # Each example prints its counts on lines starting with "network fault".
 # Runs with the cluster specs: bin/test-cluster (SLUICE_CLUSTER_SPECS=1).
-# Opt-in (SLUICE_NETWORK_FAULTS=1 bin/test-cluster) until the toxiproxy server
-# is kept alive through the run: in one CI run of two it was shut down
-# ("Shutdown started" in its log) in the middle of the :thread pass, by a
-# signal not yet traced.
-RSpec.describe "Network faults", :cluster, timeout: 240,
-                                           skip: ENV["SLUICE_NETWORK_FAULTS"] != "1" && "opt-in: SLUICE_NETWORK_FAULTS=1" do
+RSpec.describe "Network faults", :cluster, timeout: 240 do
   outage = 6 # s: socket.timeout.ms (2.5 s) < outage < message.timeout.ms (60 s)
   call_timeout = 2_000 # ms: flush, close and commit started during a fault
   slack = 1.5 # s a bounded call may overrun its timeout on a loaded machine
@@ -39,7 +34,7 @@ RSpec.describe "Network faults", :cluster, timeout: 240,
   }
 
   before(:context) do
-    @cluster_was_running = TestCluster.start
+    TestCluster.start
     raise "toxiproxy is not answering on #{Toxiproxy::API} (bin/kafka cluster start runs it)" unless Toxiproxy.running?
 
     Toxiproxy.reset
@@ -50,8 +45,6 @@ RSpec.describe "Network faults", :cluster, timeout: 240,
       [name, TestCluster.create_topics(%w[idempotent transactional calls].map { |kind| "#{prefix}-#{kind}" }, 3)]
     end
   end
-
-  after(:context) { TestCluster.stop unless @cluster_was_running }
 
   # A fault must never outlive its example.
   after { Toxiproxy.reset }

@@ -18,12 +18,22 @@ module TestCluster
   SCRIPT = File.expand_path("../../bin/kafka", __dir__)
 
   class << self
-    # Starts whatever nodes are not running. @return [Boolean] whether all were already up
+    # Starts whatever is not running (nodes, toxiproxy: `bin/kafka cluster
+    # start` leaves running ones alone) and waits until every partition has
+    # its full ISR. Called before each spec file; one owner stops the cluster:
+    # bin/test-cluster, which started it (SLUICE_CLUSTER_OWNED=1), or else
+    # the process that found it down, when it exits. A spec file stopping it
+    # because `status` had failed at its start (a node still restarting, or
+    # toxiproxy not answering yet) took toxiproxy down under the specs
+    # running after it.
     def start
-      running = running?
-      cluster("start") unless running
+      @start ||= begin
+        found_running = running?
+        at_exit { stop } unless found_running || ENV["SLUICE_CLUSTER_OWNED"] == "1"
+        true
+      end
+      cluster("start")
       cluster("wait-isr")
-      running
     end
 
     def stop = cluster("stop")
