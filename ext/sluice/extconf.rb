@@ -17,6 +17,7 @@ require_relative "librdkafka_recipe"
 #   SLUICE_WERROR=1                 compiler warnings are errors (CI)
 #   SLUICE_SELECTOR=NAME            epoll, kqueue or poll (default: the first this system has)
 #   SLUICE_ASAN=1                   AddressSanitizer build (bin/asan)
+#   SLUICE_NO_LIBRUBY=1             link no libruby (the precompiled gem: rake native)
 #   PKG_CONFIG_PATH=DIR             with the system's: another librdkafka (the directory holding its rdkafka.pc)
 
 def fail_build(message) = abort("sluice: #{message}")
@@ -116,6 +117,12 @@ $CFLAGS << " -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-i
 $CFLAGS << " -Werror" if ENV["SLUICE_WERROR"]
 $CFLAGS << " -O0 -g -fsanitize=address -fno-omit-frame-pointer" if ENV["SLUICE_ASAN"]
 $LDFLAGS << " -fsanitize=address" if ENV["SLUICE_ASAN"]
+
+# The precompiled gem's extension (rake native) names no libruby: the Ruby
+# loading it provides those symbols, whatever its libruby is called
+# (Debian's libruby-3.1.so.3.1, ruby-build's and RVM's libruby.so.3.1) or
+# whether it has one at all (a --disable-shared Ruby, as some Docker images).
+$LIBRUBYARG = "" if ENV["SLUICE_NO_LIBRUBY"] == "1"
 
 create_makefile("sluice/sluice_ext")
 

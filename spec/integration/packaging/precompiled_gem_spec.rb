@@ -52,6 +52,15 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 600,
     expect(@spec.required_ruby_version).not_to be_satisfied_by(Gem::Version.new("#{ruby.succ}.0"))
   end
 
+  # A NEEDED libruby-3.1.so.3.1 (Debian's name) made the gem unloadable in
+  # Rubies built from source (libruby.so.3.1, or no shared libruby at all).
+  it "names no libruby and no library beyond the C library's: the running Ruby provides Ruby's symbols (the round trip below loads it)" do
+    extension = File.join(Packaging::ROOT, "tmp", "native", Gem::Platform.local.to_s, RUBY_VERSION[/\A\d+\.\d+/], "sluice_ext.so")
+    needed = Packaging.run({}, "readelf", "-d", extension).scan(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/).flatten
+    expect(needed).not_to be_empty
+    expect(needed).to all(match(/\A(libc|libm|libpthread|libdl|librt|ld-linux[-\w]*)\.so/))
+  end
+
   it "installs where there is no compiler, make, pkg-config or librdkafka, and round-trips 1,000 messages" do
     expect(@tools).to eq([])
     expect(@outcome["gem_path"]).to eq("/var/lib/gems/#{RbConfig::CONFIG["ruby_version"]}/gems/#{@spec.full_name}")
