@@ -15,13 +15,15 @@ module Bench
   # what it is assigned until the parent's "go". Each child then reports its
   # count, CLOCK_MONOTONIC (one clock for every process) and its
   # CLOCK_PROCESS_CPUTIME_ID (its threads included) over a pipe: at its first
-  # message, every REPORT_EVERY messages (each batch) and at EOF of its
-  # partitions. The parent says "stop" once the reports add up to the
-  # target, or every child is at the end of its partitions, and then, from
-  # every report, finds the instant the group had read the target: msg/s is
-  # the group's from its first message to that instant, CPU per message each
-  # child's over the same stretch. The reports cost one write per
-  # REPORT_EVERY messages, and nothing in a child waits for the parent.
+  # message, every REPORT_EVERY messages (each batch) and at the last message
+  # its partitions hold (their watermarks, read before the "go": waiting for
+  # an EOF would add the broker's fetch.wait.max.ms, 500 ms). The parent says
+  # "stop" once the reports add up to the target, or every child has read
+  # all of its partitions, and then, from every report, finds the stretch when every child was reading: from the
+  # last child's first message to the first moment one had run out (or the
+  # group had read the target). msg/s is the group's over that stretch, CPU
+  # per message each child's. The reports cost one write per REPORT_EVERY
+  # messages, and nothing in a child waits for the parent.
   class ConsumerProcesses < ConsumerCell
     REPORT_EVERY = 500
 
@@ -31,7 +33,7 @@ module Bench
 
     # --- the parent --------------------------------------------------------------
 
-    Child = Struct.new(:pid, :reports, :control, :buffer, :assigned, :at_end, :progress, :done)
+    Child = Struct.new(:pid, :reports, :control, :buffer, :assigned, :at_end, :progress, :done, :cpu_between)
 
     def run_processes
       group = group_id
@@ -62,7 +64,7 @@ module Bench
               fork { exit!(process_in_child(index, group, report_w, control_r, [reports, control])) }
             end
       [report_w, control_r].each(&:close)
-      Child.new(pid, reports, control, +"", 0, false, [], false)
+      Child.new(pid, reports, control, +"", 0, false, [], false, [])
     end
 
     def process_in_child(index, group, report, control, parents_ends)
@@ -107,6 +109,7 @@ module Bench
       when "A" then child.assigned = Integer(values[0])
       when "R" then child.progress << [Integer(values[0]), Float(values[1]), Float(values[2])]
       when "E" then child.at_end = true
+      when "C" then child.cpu_between << Float(values[0])
       end
     end
 
@@ -135,38 +138,44 @@ module Bench
     def clock_ticks = Etc.sysconf(Etc::SC_CLK_TCK).to_f
 
     def processes_report(children, broker)
-      start = children.map { _1.progress.first[1] }.min
-      finish = finish_at(children)
-      per = children.map { |c| per_process(c, finish) }
-      read = per.sum { _1[:messages] }
+      start = children.map { _1.progress.first[1] }.max
+      finish = [crossing(children), *children.map { steady_end(_1) }].min
+      per = children.map { |c| per_process(c, start, finish) }
       wall = finish - start
       {
         scenario: "processes", processes: children.size, launch: @opts[:launch], api: @opts[:api], mode: @opts[:mode],
-        runner: @opts[:runner], kafka: @opts[:kafka], target: @opts[:messages], messages: read, elapsed_s: wall.round(4),
-        rate: (read / wall).round, per_process: per, cores_used: (per.sum { _1[:cpu_s] } / wall).round(2),
+        runner: @opts[:runner], kafka: @opts[:kafka], target: @opts[:messages], messages: per.sum { _1[:window_messages] },
+        elapsed_s: wall.round(4), rate: (per.sum { _1[:window_messages] } / wall).round, per_process: per,
+        cores_used: (per.sum { _1[:cpu_s] } / wall).round(2),
+        # from "go" to "stop": the broker, and whatever else ran on the machine
         broker: { cpu_s: broker[:cpu_s].round(3), cores: (broker[:cpu_s] / broker[:wall_s]).round(2) },
         machine_busy_cores: (broker[:machine_s] / broker[:wall_s]).round(2),
+        other_cores: ((broker[:machine_s] - broker[:cpu_s] - children.sum { _1.cpu_between.then { |go, stop| stop - go } }) /
+                      broker[:wall_s]).round(2),
         cores: Etc.nprocessors, ruby: RUBY_VERSION, librdkafka: Sluice::Native.librdkafka_version
       }
     end
 
-    # When the children's reports, taken in time order, first add up to the target (else the last one).
-    def finish_at(children)
+    # When the children's reports, taken in time order, first add up to the target.
+    def crossing(children)
       latest = Hash.new(0)
-      times = children.flat_map { |c| c.progress.map { |count, at, _| [at, c, count] } }.sort_by(&:first)
-      times.each do |at, child, count|
+      children.flat_map { |c| c.progress.map { |count, at, _| [at, c, count] } }.sort_by(&:first).each do |at, child, count|
         latest[child] = count
         return at if latest.values.sum >= @opts[:messages]
       end
-      times.last.first
+      Float::INFINITY
     end
 
-    def per_process(child, finish)
-      first = child.progress.first
-      last = child.progress.select { |_, at, _| at <= finish }.last
-      messages = last[0] - first[0]
-      { messages: last[0], cpu_s: (last[2] - first[2]).round(4), elapsed_s: (last[1] - first[1]).round(4),
-        cpu_us_per_msg: messages.positive? ? ((last[2] - first[2]) / messages * 1e6).round(3) : nil }
+    # A child that read all its partitions held: its report before the last
+    # one (each_batch's last batch, short, waited max_wait for more).
+    def steady_end(child) = child.progress[child.at_end ? -2 : -1][1]
+
+    def per_process(child, start, finish)
+      from = child.progress.select { |_, at, _| at <= start }.last
+      to = child.progress.select { |_, at, _| at <= finish }.last
+      messages = to[0] - from[0]
+      { messages: child.progress.last[0], window_messages: messages, cpu_s: (to[2] - from[2]).round(4),
+        cpu_us_per_msg: ((to[2] - from[2]) / messages * 1e6).round(3) }
     end
 
     # --- a child -------------------------------------------------------------------
@@ -176,8 +185,6 @@ module Bench
       @control ||= IO.for_fd(4)
       @seen = 0
       @target = REPORT_EVERY
-      @ends = {}
-      @opts[:kafka] = @opts[:kafka].merge("enable.partition.eof": true)
       consumer = build_consumer(@opts[:index], @opts[:group])
       follow_group(consumer)
       consumer.subscribe(@topic)
@@ -194,40 +201,38 @@ module Bench
         say("A", consumer.assignment.values.sum(&:size))
       end
       consumer.monitor.subscribe("consumer.partitions_revoked") { say("A", consumer.assignment.values.sum(&:size)) }
-      consumer.monitor.subscribe("consumer.partition_eof") { |event| at_end(consumer, event) }
     end
 
     def obey(consumer)
       @control.each_line do |word|
         case word.strip
         when "go"
+          say("C", process_cpu)
           @go = true
+          @share = share(consumer)
           consumer.assignment.each { |topic, partitions| partitions.each { consumer.resume(topic, _1) } }
         when "stop"
+          say("C", process_cpu)
           @finished = true # the poll API's loop looks at it
           return consumer.stop
         end
       end
     end
 
-    # Called by ConsumerCell#read at the first message and when @seen reaches @target.
+    # Called by ConsumerCell#read at the first message and when @seen reaches @target:
+    # every REPORT_EVERY messages, and at the child's last one.
     def milestone
-      say("R", @seen, now, Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID))
-      @target = @at_end ? 0 : @seen + REPORT_EVERY
+      say("R", @seen, now, process_cpu)
+      say("E") if @seen >= @share
+      @target = [@seen + REPORT_EVERY, @share].min
     end
 
-    # What was buffered before this partition's end may not all be handed out yet:
-    # from the end of the last partition on, every message reports.
-    def at_end(consumer, event)
-      return unless @go
-
-      @ends[[event[:topic], event[:partition]]] = true
-      return unless consumer.assignment.all? { |topic, partitions| partitions.all? { @ends[[topic, _1]] } }
-
-      @at_end = true
-      milestone
-      say("E")
+    # What this child's partitions hold (a fresh group reads them from the start).
+    def share(consumer)
+      consumer.assignment.sum { |topic, partitions| partitions.sum { consumer.query_watermark_offsets(topic, _1).then { |low, high| high - low } } }
     end
+
+    def process_cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
 
     def say(*words) = @report.write("#{words.join(" ")}\n")
   end

@@ -153,7 +153,7 @@ module Bench
                one ? format("%.2f", c[:rate].to_f / one[:rate]) : "-", each.call { _1[:messages] },
                each.call { format("%.2f", _1[:cpu_us_per_msg]) },
                one ? each.call { |p| format("%.2f", p[:cpu_us_per_msg] / one[:per_process].first[:cpu_us_per_msg]) } : "-",
-               c[:cores_used], c.dig(:broker, :cores), c[:machine_busy_cores] - c[:cores_used] - c.dig(:broker, :cores))
+               c[:cores_used], c.dig(:broker, :cores), c[:other_cores])
       end
       <<~MD
         | processes | API | msg/s | × 1 process | messages per process | CPU µs/msg per process | ÷ 1 process | cores: the processes | the broker | anything else |
@@ -169,12 +169,13 @@ module Bench
         ### Processes: one consumer each, one group
 
         One fresh process loads sluice and forks N children (no client exists before the fork); each child creates
-        one consumer (#{@opts[:modes].first}) of one fresh group and reads, each_message or each_batch as in the rows above.
-        Every child holds its assigned partitions paused until all N are in the group, then reads; msg/s is the group's
-        from its first message to the #{@opts[:messages]}-th, each child's CPU (CLOCK_PROCESS_CPUTIME_ID, its threads
-        included) from its first message to its last one by then. Cores: CPU seconds per second, the children's
-        together over that time; the broker's (/proc/PID/stat) and the rest of the machine's (/proc/stat, whatever else
-        ran) from the parent's "go" to its "stop". #{machine[:cores]} cores on the machine.
+        one consumer (#{@opts[:modes].first}) of one fresh group and reads, each_message or each_batch as in the rows above,
+        until the group has read #{@opts[:messages]} messages. Every child holds its assigned partitions paused until all N
+        are in the group, then reads. msg/s and each child's CPU (CLOCK_PROCESS_CPUTIME_ID, its threads included) are
+        taken over the stretch when all N were reading: from the last child's first message to the first moment one had
+        read all it was given (its last batch, which waits max_wait for more, left out). Cores: CPU seconds per second,
+        the children's over that stretch; the broker's (/proc/PID/stat) and anything else's on the machine (/proc/stat
+        less the children and the broker) from the parent's "go" to its "stop". #{machine[:cores]} cores on the machine.
 
         #{processes_table}
       MD

@@ -167,8 +167,8 @@ module Bench
                            "--runner", @opts[:runner].to_s, "--messages", @opts[:messages].to_s, "--topic", @opts[:topic],
                            "--partitions", PARTITIONS.to_s, "--broker-pid-file", @opts[:broker_pid_file], *kafka_args(false)))
       puts format("  sluice  %-12s processes=%d %9d msg/s  CPU us/msg per process %s  cores: processes %.2f, broker %.2f, " \
-                  "machine %.2f", api, count, result[:rate], result[:per_process].map { format("%.2f", _1[:cpu_us_per_msg]) }.join(" "),
-                  result[:cores_used], result.dig(:broker, :cores), result[:machine_busy_cores])
+                  "anything else %.2f", api, count, result[:rate], result[:per_process].map { format("%.2f", _1[:cpu_us_per_msg]) }.join(" "),
+                  result[:cores_used], result.dig(:broker, :cores), result[:other_cores])
     end
 
     def throughput(consumers, api, mode, rep, tuned: false, profile: false)
