@@ -43,7 +43,7 @@ module Bench
       before = [now, broker_cpu, machine_busy]
       say_to(children, "go")
       listen(children, deadline) { enough?(children) }
-      broker = { wall_s: now - before[0], cpu_s: broker_cpu - before[1], machine_s: machine_busy - before[2] }
+      broker = { wall_s: now - before[0], cpu_s: before[1] && broker_cpu&.-(before[1]), machine_s: machine_busy - before[2] }
       say_to(children, "stop")
       listen(children, deadline) { children.all?(&:done) }
       processes_report(children, broker)
@@ -123,16 +123,17 @@ module Bench
     def say_to(children, word) = children.each { |c| c.control.puts(word) }
 
     # The broker's CPU (utime + stime) in seconds: it shares the machine's cores with the children.
+    # nil when it is not a local one of bin/kafka's.
     def broker_cpu
       pid = Integer(File.read(@opts[:broker_pid_file]))
       File.read("/proc/#{pid}/stat").split(")").last.split.values_at(11, 12).sum(&:to_i) / clock_ticks
     rescue Errno::ENOENT, ArgumentError
-      Float::NAN
+      nil
     end
 
-    # Every process's CPU on the machine (/proc/stat: all but idle and iowait), in seconds.
+    # CPU the machine spent running anything (/proc/stat: user, nice, system, irq, softirq), in seconds.
     def machine_busy
-      File.read("/proc/stat")[/^cpu (.*)$/, 1].split.map(&:to_i).each_with_index.sum { |ticks, i| [3, 4].include?(i) ? 0 : ticks } / clock_ticks
+      File.read("/proc/stat")[/^cpu (.*)$/, 1].split.map(&:to_i).values_at(0, 1, 2, 5, 6).sum / clock_ticks
     end
 
     def clock_ticks = Etc.sysconf(Etc::SC_CLK_TCK).to_f
@@ -147,10 +148,10 @@ module Bench
         runner: @opts[:runner], kafka: @opts[:kafka], target: @opts[:messages], messages: per.sum { _1[:window_messages] },
         elapsed_s: wall.round(4), rate: (per.sum { _1[:window_messages] } / wall).round, per_process: per,
         cores_used: (per.sum { _1[:cpu_s] } / wall).round(2),
-        # from "go" to "stop": the broker, and whatever else ran on the machine
-        broker: { cpu_s: broker[:cpu_s].round(3), cores: (broker[:cpu_s] / broker[:wall_s]).round(2) },
+        # from "go" to "stop": the broker, and whatever else ran on the machine (the broker too if not known)
+        broker: broker[:cpu_s] && { cpu_s: broker[:cpu_s].round(3), cores: (broker[:cpu_s] / broker[:wall_s]).round(2) },
         machine_busy_cores: (broker[:machine_s] / broker[:wall_s]).round(2),
-        other_cores: ((broker[:machine_s] - broker[:cpu_s] - children.sum { _1.cpu_between.then { |go, stop| stop - go } }) /
+        other_cores: ((broker[:machine_s] - broker[:cpu_s].to_f - children.sum { _1.cpu_between.then { |go, stop| stop - go } }) /
                       broker[:wall_s]).round(2),
         cores: Etc.nprocessors, ruby: RUBY_VERSION, librdkafka: Sluice::Native.librdkafka_version
       }

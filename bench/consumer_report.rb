@@ -149,11 +149,11 @@ module Bench
         one = cells.find { _1[:api] == c[:api] && _1[:processes] == 1 }
         per = c[:per_process]
         each = ->(&block) { per.map { |p| block.call(p) }.join(" / ") }
-        format("| %d | %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f |", c[:processes], c[:api], c[:rate],
+        format("| %d | %s | %d | %s | %s | %s | %s | %.2f | %s | %.2f |", c[:processes], c[:api], c[:rate],
                one ? format("%.2f", c[:rate].to_f / one[:rate]) : "-", each.call { _1[:messages] },
                each.call { format("%.2f", _1[:cpu_us_per_msg]) },
                one ? each.call { |p| format("%.2f", p[:cpu_us_per_msg] / one[:per_process].first[:cpu_us_per_msg]) } : "-",
-               c[:cores_used], c.dig(:broker, :cores), c[:other_cores])
+               c[:cores_used], c[:broker] ? format("%.2f", c.dig(:broker, :cores)) : "-", c[:other_cores])
       end
       <<~MD
         | processes | API | msg/s | × 1 process | messages per process | CPU µs/msg per process | ÷ 1 process | cores: the processes | the broker | anything else |

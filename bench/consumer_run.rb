@@ -166,9 +166,9 @@ module Bench
       result = record(cell("--scenario", "processes", "--processes", count.to_s, "--api", api, "--mode", @opts[:modes].first.to_s,
                            "--runner", @opts[:runner].to_s, "--messages", @opts[:messages].to_s, "--topic", @opts[:topic],
                            "--partitions", PARTITIONS.to_s, "--broker-pid-file", @opts[:broker_pid_file], *kafka_args(false)))
-      puts format("  sluice  %-12s processes=%d %9d msg/s  CPU us/msg per process %s  cores: processes %.2f, broker %.2f, " \
+      puts format("  sluice  %-12s processes=%d %9d msg/s  CPU us/msg per process %s  cores: processes %.2f, broker %s, " \
                   "anything else %.2f", api, count, result[:rate], result[:per_process].map { format("%.2f", _1[:cpu_us_per_msg]) }.join(" "),
-                  result[:cores_used], result.dig(:broker, :cores), result[:other_cores])
+                  result[:cores_used], result.dig(:broker, :cores) || "-", result[:other_cores])
     end
 
     def throughput(consumers, api, mode, rep, tuned: false, profile: false)
