@@ -175,7 +175,8 @@ module Bench
       from = child.progress.select { |_, at, _| at <= start }.last
       to = child.progress.select { |_, at, _| at <= finish }.last
       messages = to[0] - from[0]
-      { messages: child.progress.last[0], window_messages: messages, cpu_s: (to[2] - from[2]).round(4),
+      first, last = child.progress.values_at(0, -1)
+      { messages: last[0], elapsed_s: (last[1] - first[1]).round(4), window_messages: messages, cpu_s: (to[2] - from[2]).round(4),
         cpu_us_per_msg: ((to[2] - from[2]) / messages * 1e6).round(3) }
     end
 
