@@ -7,6 +7,8 @@
 #   ruby bench/consumer_cell.rb --scenario crowd --mode fd --runner fiber   # 25 consumers + 25 producers, thread counts
 #   ruby bench/consumer_cell.rb --scenario idle --mode fd --seconds 10      # wake-ups of an idle consumer
 #   ruby bench/consumer_cell.rb --scenario watermarks --topic T             # partitions and messages of T
+#   ruby bench/consumer_cell.rb --scenario processes --processes 3 --api each_batch [--launch fork|spawn]
+#                                                  # 3 processes, one consumer each, one group (bench/consumer_processes.rb)
 #
 # Throughput: N consumers in one fresh group read a pre-filled topic, each
 # from its own Ruby thread (or fiber under Async), until M messages were
@@ -392,12 +394,21 @@ module Bench
   end
 end
 
+require_relative "consumer_processes"
+
 if $PROGRAM_NAME == __FILE__
   opts = { scenario: :throughput, consumers: 1, mode: :fd, api: "each_message", runner: :thread, messages: 1_000_000,
            max_items: 500, max_wait: 100, topic: "sluice-cbench", brokers: ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092"),
-           kafka: {}, timeout: 120, crowd: 25, crowd_messages: 1_000, seconds: 10, profile: false }
+           kafka: {}, timeout: 120, crowd: 25, crowd_messages: 1_000, seconds: 10, profile: false,
+           processes: 1, launch: :fork, partitions: 6, broker_pid_file: File.expand_path("../tmp/kafka/9092/kafka.pid", __dir__) }
   OptionParser.new do |o|
-    o.on("--scenario NAME", %w[throughput crowd idle watermarks]) { |v| opts[:scenario] = v.to_sym }
+    o.on("--scenario NAME", %w[throughput crowd idle watermarks processes process]) { |v| opts[:scenario] = v.to_sym }
+    o.on("--processes N", Integer, "processes scenario: how many, one consumer each") { |v| opts[:processes] = v }
+    o.on("--launch HOW", %w[fork spawn], "processes scenario: fork this process (default) or start fresh Rubies") { |v| opts[:launch] = v.to_sym }
+    o.on("--partitions N", Integer, "processes scenario: the topic's (default 6)") { |v| opts[:partitions] = v }
+    o.on("--broker-pid-file PATH", "processes scenario: the broker's CPU is read from /proc") { |v| opts[:broker_pid_file] = v }
+    o.on("--index I", Integer, "process scenario (a spawned child): its number") { |v| opts[:index] = v }
+    o.on("--group G", "process scenario: the group") { |v| opts[:group] = v }
     o.on("--consumers N", Integer) { |v| opts[:consumers] = v }
     o.on("--mode MODE", %w[fd thread]) { |v| opts[:mode] = v.to_sym }
     o.on("--api API", %w[each_message each_batch poll]) { |v| opts[:api] = v }
@@ -415,5 +426,6 @@ if $PROGRAM_NAME == __FILE__
       opts[:kafka][k.to_sym] = val
     end
   end.parse!
-  puts JSON.generate(Bench::ConsumerCell.new(opts).run)
+  cell = %i[processes process].include?(opts[:scenario]) ? Bench::ConsumerProcesses : Bench::ConsumerCell
+  puts JSON.generate(cell.new(opts).run)
 end

@@ -143,6 +143,44 @@ module Bench
       MD
     end
 
+    def processes_table
+      cells = @cells.select { _1[:scenario] == "processes" }
+      rows = cells.map do |c|
+        one = cells.find { _1[:api] == c[:api] && _1[:processes] == 1 }
+        per = c[:per_process]
+        each = ->(&block) { per.map { |p| block.call(p) }.join(" / ") }
+        format("| %d | %s | %d | %s | %s | %s | %s | %.2f | %s | %.2f |", c[:processes], c[:api], c[:rate],
+               one ? format("%.2f", c[:rate].to_f / one[:rate]) : "-", each.call { _1[:messages] },
+               each.call { format("%.2f", _1[:cpu_us_per_msg]) },
+               one ? each.call { |p| format("%.2f", p[:cpu_us_per_msg] / one[:per_process].first[:cpu_us_per_msg]) } : "-",
+               c[:cores_used], c[:broker] ? format("%.2f", c.dig(:broker, :cores)) : "-", c[:other_cores])
+      end
+      <<~MD
+        | processes | API | msg/s | × 1 process | messages per process | CPU µs/msg per process | ÷ 1 process | cores: the processes | the broker | anything else |
+        |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|
+        #{rows.join("\n")}
+      MD
+    end
+
+    def processes_section
+      return "" if @cells.none? { _1[:scenario] == "processes" }
+
+      <<~MD
+        ### Processes: one consumer each, one group
+
+        One fresh process loads sluice and forks N children (no client exists before the fork); each child creates
+        one consumer (#{@opts[:modes].first}) of one fresh group and reads, each_message or each_batch as in the rows above,
+        until the group has read #{@opts[:messages]} messages. Every child holds its assigned partitions paused until all N
+        are in the group, then reads. msg/s and each child's CPU (CLOCK_PROCESS_CPUTIME_ID, its threads included) are
+        taken over the stretch when all N were reading: from the last child's first message to the first moment one had
+        read all it was given (its last batch, which waits max_wait for more, left out). Cores: CPU seconds per second,
+        the children's over that stretch; the broker's (/proc/PID/stat) and anything else's on the machine (/proc/stat
+        less the children and the broker) from the parent's "go" to its "stop". #{machine[:cores]} cores on the machine.
+
+        #{processes_table}
+      MD
+    end
+
     def poller_text(stats)
       return "thread mode (own thread, 1 s waits)" unless stats
 
@@ -184,6 +222,7 @@ module Bench
         #{profile_table}
         #{crowd_table}
         #{idle_table}
+        #{processes_section}
       MD
     end
 

@@ -6,13 +6,15 @@
 # raw librdkafka in C measured in the same run (ccbench, built from
 # ../shared/tools/ccbench into tmp/ccbench). Then where the time goes (one
 # consumer, Inbox timed), 25 consumers + 25 producers in one process (thread
-# counts) and an idle consumer (wake-ups over 10 s). Prints tables as it goes
+# counts), an idle consumer (wake-ups over 10 s) and 1, 2 and 3 processes of
+# one consumer each in one group (bench/consumer_processes.rb: the way past
+# one GVL, with the broker's CPU beside them). Prints tables as it goes
 # and writes the "Consumer" block of bench/RESULTS.md (the producer sections,
 # written by bench/run.rb, stay as they are) and bench/results/consumer-<time>.json.
 #
 #   ruby bench/consumer_run.rb [--messages 1000000] [--consumers 1,3,6] [--reps 1] [--apis each_message,each_batch]
 #                              [--modes fd,thread] [--runner thread|fiber] [-X key=value] [--no-ccbench] [--no-tuned]
-#                              [--no-profile] [--no-crowd] [--no-idle] [--no-write]
+#                              [--no-profile] [--no-crowd] [--no-idle] [--processes 1,2,3] [--no-processes] [--no-write]
 
 require "json"
 require "open3"
@@ -64,6 +66,7 @@ module Bench
       profile if @opts[:profile]
       crowd if @opts[:crowd]
       idle if @opts[:idle]
+      processes unless @opts[:processes].empty?
       write_results
     end
 
@@ -147,7 +150,26 @@ module Bench
       end
     end
 
+    def processes
+      puts "== #{@opts[:processes].join(", ")} processes (forked after loading sluice), one consumer each, one group, " \
+           "#{@opts[:modes].first}; broker pid from #{@opts[:broker_pid_file]}"
+      @opts[:reps].times do
+        @opts[:apis].product(@opts[:processes]).each { |api, count| processes_cell(api, count) }
+      end
+      puts
+      puts processes_table
+    end
+
     # --- cells ------------------------------------------------------------------
+
+    def processes_cell(api, count)
+      result = record(cell("--scenario", "processes", "--processes", count.to_s, "--api", api, "--mode", @opts[:modes].first.to_s,
+                           "--runner", @opts[:runner].to_s, "--messages", @opts[:messages].to_s, "--topic", @opts[:topic],
+                           "--partitions", PARTITIONS.to_s, "--broker-pid-file", @opts[:broker_pid_file], *kafka_args(false)))
+      puts format("  sluice  %-12s processes=%d %9d msg/s  CPU us/msg per process %s  cores: processes %.2f, broker %s, " \
+                  "anything else %.2f", api, count, result[:rate], result[:per_process].map { format("%.2f", _1[:cpu_us_per_msg]) }.join(" "),
+                  result[:cores_used], result.dig(:broker, :cores) || "-", result[:other_cores])
+    end
 
     def throughput(consumers, api, mode, rep, tuned: false, profile: false)
       args = ["--consumers", consumers.to_s, "--api", api, "--mode", mode.to_s, "--runner", @opts[:runner].to_s,
@@ -213,7 +235,9 @@ end
 
 opts = { messages: 1_000_000, consumers: [1, 3, 6], reps: 1, apis: %w[each_message each_batch], modes: %i[fd thread], runner: :thread,
          topic: "sluice-cbench", kafka: {}, ccbench: true, tuned: true, profile: true, crowd: true, idle: true, idle_seconds: 10, ccbench_reps: 3,
-         write: true, argv: ARGV.dup }
+         processes: [1, 2, 3], write: true, argv: ARGV.dup }
+port = ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092").split(",").first.split(":").last
+opts[:broker_pid_file] = File.expand_path("../tmp/kafka/#{port}/kafka.pid", __dir__)
 OptionParser.new do |o|
   o.on("--messages M", Integer, "messages in the topic and per cell (default 1000000)") { |v| opts[:messages] = v }
   o.on("--consumers LIST", Array, "consumer counts (default 1,3,6)") { |v| opts[:consumers] = v.map { Integer(_1) } }
@@ -233,6 +257,9 @@ OptionParser.new do |o|
   o.on("--no-crowd", "skip 25 consumers + 25 producers") { opts[:crowd] = false }
   o.on("--no-idle", "skip the idle consumer") { opts[:idle] = false }
   o.on("--idle-seconds S", Integer) { |v| opts[:idle_seconds] = v }
+  o.on("--processes LIST", Array, "process counts, one consumer each in one group (default 1,2,3)") { |v| opts[:processes] = v.map { Integer(_1) } }
+  o.on("--no-processes", "skip the processes") { opts[:processes] = [] }
+  o.on("--broker-pid-file PATH", "whose CPU the processes table shows (default tmp/kafka/PORT/kafka.pid)") { |v| opts[:broker_pid_file] = v }
   o.on("--no-write", "leave bench/RESULTS.md alone") { opts[:write] = false }
 end.parse!
 Bench::ConsumerRun.new(opts).run
