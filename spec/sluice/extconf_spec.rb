@@ -36,12 +36,14 @@ RSpec.describe "ext/sluice/extconf.rb" do
     output, ok = configure(extconf, env: system.merge("PKG_CONFIG_PATH" => "fake")) do |dir|
       FileUtils.mkdir_p(File.join(dir, "fake/include/librdkafka"))
       File.write(File.join(dir, "fake/include/librdkafka/rdkafka.h"), "#define RD_KAFKA_VERSION 0x010903ff\n")
+      # An empty archive: mkmf links with pkg-config's Libs before it takes them (where no librdkafka is installed too).
+      File.write(File.join(dir, "fake/librdkafka.a"), "!<arch>\n")
       File.write(File.join(dir, "fake/rdkafka.pc"), <<~PC)
         Name: librdkafka
         Description: an old librdkafka
         Version: 1.9.3
         Cflags: -I#{dir}/fake/include
-        Libs: -lrdkafka
+        Libs: -L#{dir}/fake -lrdkafka
       PC
     end
     expect(ok).to be(false)
