@@ -12,7 +12,7 @@ Gem::Specification.new do |spec|
   spec.license = "MIT"
   spec.authors = ["sluice authors"]
   spec.required_ruby_version = ">= 3.1"
-  spec.requirements = ["a C compiler and make; the headers of OpenSSL, zlib and zstd (the bundled librdkafka's build)",
+  spec.requirements = ["a C compiler, make and perl (the bundled librdkafka's build, with zlib, zstd and OpenSSL from pinned sources)",
                        "or librdkafka >= 2.0 with its headers through pkg-config, with SLUICE_USE_SYSTEM_LIBRDKAFKA=1"]
   # What users get: the Ruby API, the `sluice` command and the C sources it is
   # built from at install time, never specs, build outputs or a compiled extension.
@@ -21,6 +21,6 @@ Gem::Specification.new do |spec|
   spec.executables = ["sluice"]
   spec.extensions = ["ext/sluice/extconf.rb"]
   spec.require_paths = ["lib"]
-  # Builds the pinned librdkafka at install time (ext/sluice/librdkafka_recipe.rb).
+  # Builds the pinned librdkafka and its dependencies at install time (ext/sluice/librdkafka_recipe.rb).
   spec.add_dependency "mini_portile2", "~> 2.8"
 end

@@ -5,14 +5,17 @@ require "shellwords"
 require_relative "librdkafka_recipe"
 
 # Builds the pinned librdkafka (Sluice::LIBRDKAFKA, lib/sluice/version.rb)
-# from its release archive and links it into the extension; or, on request,
-# builds against the system's librdkafka (>= 2.0), found through pkg-config.
+# from its release archive, against zlib, zstd and OpenSSL built from their
+# own pinned sources (Sluice::LIBRDKAFKA_DEPENDENCIES), and links it all into
+# the extension; or, on request, builds against the system's librdkafka
+# (>= 2.0), found through pkg-config.
 #
 #   SLUICE_USE_SYSTEM_LIBRDKAFKA=1  the system's librdkafka (gem install sluice -- --use-system-librdkafka)
 #   SLUICE_LIBRDKAFKA_ARCHIVE=PATH  the release archive to build from (offline installs); checked by SHA-256
-#   SLUICE_LIBRDKAFKA_URL=URL       where to download it from (a mirror; default: the GitHub release); checked too
+#   SLUICE_LIBRDKAFKA_URL=URL       where to download it from (a mirror; default: the GitHub release, then Debian's); checked too
+#   SLUICE_{ZLIB,ZSTD,OPENSSL}_ARCHIVE=PATH, SLUICE_{ZLIB,ZSTD,OPENSSL}_URL=URL  the same for librdkafka's dependencies
 #   SLUICE_LIBRDKAFKA_GSSAPI=0|1    without / with SASL GSSAPI (default: with it if Cyrus SASL is installed)
-#   SLUICE_LIBRDKAFKA_JOBS=N        make -j for librdkafka (default: the number of CPUs)
+#   SLUICE_LIBRDKAFKA_JOBS=N        make -j for librdkafka and its dependencies (default: the number of CPUs)
 #   SLUICE_LIBRDKAFKA_CACHE=DIR     where builds are kept (default: tmp/librdkafka of the checkout or gem)
 #   SLUICE_WERROR=1                 compiler warnings are errors (CI)
 #   SLUICE_SELECTOR=NAME            epoll, kqueue or poll (default: the first this system has)
@@ -56,9 +59,10 @@ def system_librdkafka
 end
 
 # The pinned release, built once (kept under tmp/librdkafka of the checkout or
-# the installed gem) and linked in whole: librdkafka.a, with its dependencies'
-# symbols kept out of the extension's exports (--exclude-libs), so an OpenSSL
-# linked in never stands in for the one Ruby's openssl extension loads.
+# the installed gem) and linked in whole: librdkafka.a and the archives of
+# its dependencies, their symbols kept out of the extension's exports
+# (--exclude-libs), so the OpenSSL linked in never stands in for the one
+# Ruby's openssl extension loads.
 def bundled_librdkafka
   cache = ENV.fetch("SLUICE_LIBRDKAFKA_CACHE", File.join(ROOT, "tmp", "librdkafka"))
   build = SluiceBuild::Librdkafka.new(cache_root: cache, archive_dirs: [File.join(cache, "archives")]).build
@@ -68,8 +72,9 @@ def bundled_librdkafka
   $INCFLAGS << " -isystem #{Shellwords.escape(build.include_dir)}"
   $LOCAL_LIBS << " #{Shellwords.escape(build.archive)} #{build.libs}"
   $LDFLAGS << " -Wl,--exclude-libs,ALL" if RbConfig::CONFIG["host_os"].include?("linux")
-  message "sluice: librdkafka #{SluiceBuild::Librdkafka::VERSION} linked in, built with #{build.built_with.join(" ")}\n"
-rescue SluiceBuild::Librdkafka::Error => e
+  message "sluice: librdkafka #{SluiceBuild::Librdkafka::VERSION} linked in with #{build.dependencies.join(", ")}, " \
+          "built with #{build.built_with.join(" ")}\n"
+rescue SluiceBuild::Error => e
   fail_build e.message
 end
 

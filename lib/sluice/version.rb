@@ -6,15 +6,67 @@ module Sluice
 
   # The librdkafka release sluice builds from source and links into its
   # extension (ext/sluice/librdkafka_recipe.rb), unless told to use the
-  # system's. Upgrading is changing this: the version and the SHA-256 of each
-  # archive of it the build accepts (checked before anything is unpacked).
+  # system's. Upgrading is changing this: the version, the SHA-256 of each
+  # archive of it the build accepts (checked before anything is unpacked) and
+  # where to download one, tried in order.
   LIBRDKAFKA = {
     version: "2.14.2",
     sha256: {
-      # https://github.com/confluentinc/librdkafka/archive/refs/tags/v2.14.2.tar.gz (the release archive)
+      # the release archive (GitHub's archive of the tag)
       "v2.14.2.tar.gz" => "d7eec9c31c817fa44402f679c252dfbf97e4c338a849a25c3579a31fd127beb8",
       # Debian's source package of the same release (sid: librdkafka 2.14.2-1), the tag's tree
       "librdkafka_2.14.2.orig.tar.gz" => "4d53568c13717b167d12c7b2a0fe12aeb5d6bfe02de53df5b68f86d870a81b33"
+    }.freeze,
+    urls: ["https://github.com/confluentinc/librdkafka/archive/refs/tags/v2.14.2.tar.gz",
+           "https://deb.debian.org/debian/pool/main/libr/librdkafka/librdkafka_2.14.2.orig.tar.gz"].freeze
+  }.freeze
+
+  # What the bundled librdkafka links besides itself, each built from a pinned
+  # source (ext/sluice/recipe/dependencies.rb) and linked in statically, so
+  # that no system archive (Debian 13's libz.a is not position-independent)
+  # ever ends up in the extension. Same shape as LIBRDKAFKA.
+  #
+  # The versions are Debian 13's (trixie, stable): OpenSSL 3.5 is the
+  # long-term-support branch (supported to 2030; librdkafka 2.14.2's own
+  # static builds use it too), and a stable release's sources stay published
+  # for years where sid's are replaced within weeks. Debian's .orig archives
+  # are what these machines can reach (bin/setup fetches them); everyone
+  # else downloads the upstream release, or Debian's archive from the URL
+  # given, which any machine can reach as well.
+  LIBRDKAFKA_DEPENDENCIES = {
+    zlib: {
+      version: "1.3.1",
+      sha256: {
+        # Debian's repack (trixie: zlib 1:1.3.dfsg+really1.3.1-1; contrib/, win32/ and the RFCs removed, the
+        # library's sources unchanged). The upstream release zlib-1.3.1.tar.gz (https://zlib.net/fossils/zlib-1.3.1.tar.gz) is
+        # not accepted yet: its SHA-256 could not be checked where this was pinned (no access to zlib.net or
+        # GitHub), so without Debian's archive at hand the build downloads Debian's, from the URL below.
+        "zlib_1.3.dfsg+really1.3.1.orig.tar.gz" => "60dd315c07f616887caa029408308a018ace66e3d142726a97db164b3b8f69fb"
+      }.freeze,
+      urls: ["https://deb.debian.org/debian/pool/main/z/zlib/zlib_1.3.dfsg+really1.3.1.orig.tar.gz"].freeze
+    }.freeze,
+    zstd: {
+      version: "1.5.7",
+      sha256: {
+        # the release archive; its SHA-256 as librdkafka 2.14.2 pins it for its own static builds
+        # (mklove/modules/configure.libzstd in the librdkafka archive pinned above)
+        "zstd-1.5.7.tar.gz" => "eb33e51f49a15e023950cd7825ca74a4a2b43db8354825ac24fc1b7ee09e6fa3",
+        # Debian's repack (trixie: libzstd 1.5.7+dfsg-1; Visual Studio, Windows and CI files removed, lib/ unchanged)
+        "libzstd_1.5.7+dfsg.orig.tar.xz" => "0c092ef267edce57ba7f3f2645c861f72eaf5e76273c6c3632869423464b90a5"
+      }.freeze,
+      urls: ["https://github.com/facebook/zstd/releases/download/v1.5.7/zstd-1.5.7.tar.gz",
+             "https://deb.debian.org/debian/pool/main/libz/libzstd/libzstd_1.5.7+dfsg.orig.tar.xz"].freeze
+    }.freeze,
+    openssl: {
+      version: "3.5.7",
+      sha256: {
+        # Debian's .orig is the release archive itself, byte for byte (trixie: openssl 3.5.7-1~deb13u2; checked
+        # with OpenSSL's signature, openssl_3.5.7.orig.tar.gz.asc, against the key Debian ships): one checksum
+        "openssl-3.5.7.tar.gz" => "a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8",
+        "openssl_3.5.7.orig.tar.gz" => "a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8"
+      }.freeze,
+      urls: ["https://github.com/openssl/openssl/releases/download/openssl-3.5.7/openssl-3.5.7.tar.gz",
+             "https://deb.debian.org/debian/pool/main/o/openssl/openssl_3.5.7.orig.tar.gz"].freeze
     }.freeze
   }.freeze
 end

@@ -36,12 +36,14 @@ RSpec.describe "ext/sluice/extconf.rb" do
     output, ok = configure(extconf, env: system.merge("PKG_CONFIG_PATH" => "fake")) do |dir|
       FileUtils.mkdir_p(File.join(dir, "fake/include/librdkafka"))
       File.write(File.join(dir, "fake/include/librdkafka/rdkafka.h"), "#define RD_KAFKA_VERSION 0x010903ff\n")
+      # An empty archive: mkmf links with pkg-config's Libs before it takes them (where no librdkafka is installed too).
+      File.write(File.join(dir, "fake/librdkafka.a"), "!<arch>\n")
       File.write(File.join(dir, "fake/rdkafka.pc"), <<~PC)
         Name: librdkafka
         Description: an old librdkafka
         Version: 1.9.3
         Cflags: -I#{dir}/fake/include
-        Libs: -lrdkafka
+        Libs: -L#{dir}/fake -lrdkafka
       PC
     end
     expect(ok).to be(false)
@@ -78,9 +80,24 @@ RSpec.describe "ext/sluice/extconf.rb" do
         url = "http://127.0.0.1:1/v#{pinned}.tar.gz" # nothing listens on port 1: as good as no network
         output, ok = configure(extconf, env: { "SLUICE_LIBRDKAFKA_CACHE" => cache, "SLUICE_LIBRDKAFKA_URL" => url })
         expect(ok).to be(false)
-        expect(output).to include("could not download #{url}", "SLUICE_LIBRDKAFKA_ARCHIVE=/path/to/v#{pinned}.tar.gz",
-                                  "SLUICE_USE_SYSTEM_LIBRDKAFKA=1")
+        expect(output).to include("could not download #{url}", "librdkafka_#{pinned}.orig.tar.gz elsewhere and set " \
+                                                                  "SLUICE_LIBRDKAFKA_ARCHIVE=/path/to/it", "SLUICE_USE_SYSTEM_LIBRDKAFKA=1")
         expect(Dir.glob("**/*", base: cache).grep(/\.(part|tar\.gz)\z/)).to eq([])
+      end
+    end
+
+    it "refuses a dependency's archive that is not the pinned one, naming the dependency, before building anything" do
+      caches = [ENV.fetch("SLUICE_LIBRDKAFKA_CACHE", nil), File.expand_path("../../tmp/librdkafka", __dir__)].compact
+      archive = caches.map { |cache| File.join(cache, "archives", "librdkafka_#{pinned}.orig.tar.gz") }.find { |path| File.exist?(path) }
+      skip "needs the pinned librdkafka source (bin/setup fetches it)" unless archive
+      Dir.mktmpdir do |dir|
+        corrupt = File.join(dir, "zlib.tar.gz")
+        File.write(corrupt, "not zlib")
+        output, ok = configure_bundled(extconf, "SLUICE_LIBRDKAFKA_ARCHIVE" => archive, "SLUICE_ZLIB_ARCHIVE" => corrupt)
+        expect(ok).to be(false)
+        expect(output).to include("SLUICE_ZLIB_ARCHIVE=#{corrupt} is not zlib #{Sluice::LIBRDKAFKA_DEPENDENCIES.dig(:zlib, :version)} " \
+                                  "as pinned", "Nothing was unpacked")
+        expect(output).not_to include("building")
       end
     end
 

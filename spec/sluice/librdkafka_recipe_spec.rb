@@ -1,22 +1,35 @@
 # frozen_string_literal: true
 
+require "digest"
 require "socket"
+require "stringio"
 require "tmpdir"
 require_relative "../../ext/sluice/librdkafka_recipe"
 
-# The librdkafka build's cache (issue 27): a download is named only once
-# verified, a wrong file in the cache is not used, and two builds sharing a
-# cache take turns. No compiler runs here: the build step itself (cook) and
-# reading its result are stubbed; what is under test is the cache around them.
-RSpec.describe SluiceBuild::Librdkafka do
+# The build of librdkafka and its dependencies (ext/sluice/recipe/): archives
+# verified before they are used or named, builds kept in the cache by a key
+# of all they depend on, failures named. The builds here are of a made-up
+# package whose steps are shell commands: no compiler runs.
+RSpec.describe "The bundled librdkafka's build" do
   let(:cache) { Dir.mktmpdir("sluice-recipe-") }
   let(:log) { StringIO.new }
-  let(:recipe) { described_class.new(cache_root: cache, archive_dirs: [File.join(cache, "archives")], log: log) }
-  let(:release_name) { described_class::CHECKSUMS.keys.first }
 
   after { FileUtils.rm_rf(cache) }
 
-  # An HTTP server on loopback answering every GET with body (the "release archive" of the test).
+  # fake-1.0.tar.gz: a source tree of one file, in dir.
+  def fake_archive(dir)
+    FileUtils.mkdir_p(File.join(dir, "fake-1.0"))
+    File.write(File.join(dir, "fake-1.0", "README"), "a fake source\n")
+    system("tar", "-czf", "fake-1.0.tar.gz", "fake-1.0", chdir: dir, exception: true)
+    File.join(dir, "fake-1.0.tar.gz")
+  end
+
+  def fake_pin(archive = nil, urls: [])
+    sha256 = archive ? { File.basename(archive) => Digest::SHA256.file(archive).hexdigest } : { "fake-1.0.tar.gz" => "0" * 64 }
+    SluiceBuild::Pin.new(name: "fake", title: "Fake", version: "1.0", sha256: sha256, urls: urls)
+  end
+
+  # An HTTP server on loopback answering every GET with body.
   def serving(body)
     server = TCPServer.new("127.0.0.1", 0)
     thread = Thread.new do
@@ -27,56 +40,109 @@ RSpec.describe SluiceBuild::Librdkafka do
         client.close
       end
     end
-    url = "http://127.0.0.1:#{server.addr[1]}/v#{described_class::VERSION}.tar.gz"
-    with_env(described_class::URL_ENV => url, described_class::ARCHIVE_ENV => nil) { yield url }
+    yield "http://127.0.0.1:#{server.addr[1]}/fake-1.0.tar.gz"
   ensure
     thread&.kill
     server&.close
   end
 
-  def with_env(vars)
-    saved = vars.keys.to_h { |name| [name, ENV.fetch(name, nil)] }
-    vars.each { |name, value| value.nil? ? ENV.delete(name) : ENV[name] = value }
-    yield
-  ensure
-    saved.each { |name, value| value.nil? ? ENV.delete(name) : ENV[name] = value }
+  describe SluiceBuild::Archive do
+    let(:archives) { File.join(cache, "archives") }
+
+    def archive_of(pin) = described_class.new(pin, dirs: [archives], download_dir: archives, log: log).path
+
+    it "deletes a download that is not the pinned archive instead of keeping it under the archive's name" do
+      serving("<html>a proxy's error page</html>") do |url|
+        expect { archive_of(fake_pin(urls: [url])) }.to raise_error(SluiceBuild::Error, /is not Fake 1.0 as pinned: its SHA-256 is/)
+      end
+      expect(Dir.children(archives)).to be_empty
+    end
+
+    it "does not use a wrong file under the archive's name: it downloads, and a wrong download leaves nothing behind" do
+      FileUtils.mkdir_p(archives)
+      File.write(File.join(archives, "fake-1.0.tar.gz"), "an older build's broken download")
+      serving("still not it") do |url|
+        expect { archive_of(fake_pin(urls: [url])) }.to raise_error(SluiceBuild::Error, /is not Fake 1.0 as pinned/)
+      end
+      expect(log.string).to include("is not the pinned archive; not used", "downloading")
+    end
+
+    it "tries the pin's URLs in order and keeps the first verified download under its pinned name" do
+      Dir.mktmpdir do |dir|
+        source = fake_archive(dir)
+        serving(File.binread(source)) do |url|
+          path = archive_of(fake_pin(source, urls: ["http://127.0.0.1:1/nothing-listens.tar.gz", "#{url}?mirror"]))
+          expect(path).to eq(File.join(archives, "fake-1.0.tar.gz"))
+          expect(File.binread(path)).to eq(File.binread(source))
+        end
+      end
+      expect(log.string).to include("downloading http://127.0.0.1:1/", "SHA-256 verified: fake-1.0.tar.gz")
+      expect(Dir.children(archives)).to eq(["fake-1.0.tar.gz"])
+    end
+
+    it "names the setting that points at an archive when none can be downloaded" do
+      pin = fake_pin(urls: ["http://127.0.0.1:1/fake-1.0.tar.gz"])
+      expect { archive_of(pin) }.to raise_error(SluiceBuild::Error, %r{could not download http://127.0.0.1:1/fake-1.0.tar.gz .*SLUICE_FAKE_ARCHIVE=})
+      expect(Dir.children(archives)).to be_empty
+    end
   end
 
-  it "deletes a download that is not the pinned archive instead of keeping it under the archive's name" do
-    serving("<html>a proxy's error page</html>") do
-      expect { recipe.build }.to raise_error(described_class::Error, /is not librdkafka .* as pinned/)
-    end
-    expect(Dir.children(File.join(cache, "archives"))).to be_empty
-  end
+  describe SluiceBuild::CachedBuild do
+    let(:sources) { Dir.mktmpdir("sluice-sources-") }
+    let(:archive) { fake_archive(sources) }
+    let(:install) { [["sh", "-c", "mkdir -p {prefix}/lib {prefix}/share && cp README {prefix}/lib/libfake.a && touch {prefix}/share/junk"]] }
 
-  it "does not use a wrong file under the archive's name: it downloads, and a wrong download leaves nothing behind" do
-    FileUtils.mkdir_p(File.join(cache, "archives"))
-    File.write(File.join(cache, "archives", release_name), "an older build's broken download")
-    serving("still not it") do
-      expect { recipe.build }.to raise_error(described_class::Error, /is not librdkafka .* as pinned/)
-    end
-    expect(log.string).to include("is not the pinned archive; not used", "downloading")
-  end
+    after { FileUtils.rm_rf(sources) }
 
-  it "lets two builds sharing a cache take turns: the second waits and uses the first's build" do
-    archive = Dir[File.expand_path("../../tmp/librdkafka/archives/*.orig.tar.gz", __dir__)].first
-    skip "needs the pinned librdkafka source (bin/setup fetches it)" unless archive
-    cooked = Queue.new
-    entered = Queue.new
-    release = Queue.new
-    first = described_class.new(cache_root: cache, archive_dirs: [File.dirname(archive)], log: StringIO.new)
-    allow(first).to receive(:cook) do |_, prefix|
-      entered << true
-      release.pop # the first build is under way until told otherwise
-      FileUtils.mkdir_p(prefix)
-      cooked << :first
+    def cached(steps, pin: fake_pin(archive), log: self.log)
+      described_class.new(pin, cache_root: cache, archive_dirs: [sources], log: log, steps: steps, keep: %w[lib/*.a], needs: "a shell")
     end
-    allow(first).to receive(:result) { |prefix| prefix }
-    second = described_class.new(cache_root: cache, archive_dirs: [File.dirname(archive)], log: log)
-    allow(second).to receive(:cook) { cooked << :second }
-    allow(second).to receive(:result) { |prefix| prefix }
 
-    with_env(described_class::ARCHIVE_ENV => nil) do
+    it "builds once, keeps only what it is told to, and builds nothing the second time" do
+      prefix = cached({ install: install }).build
+      expect(Dir.glob("**/*", base: prefix).sort).to eq(%w[lib lib/libfake.a sluice-build.done])
+      expect(Dir.glob(File.join(cache, "*.work.*"))).to eq([]) # the work directory went with the build
+      expect(cached({ install: install }, log: log).build).to eq(prefix)
+      expect(log.string).to include("Fake 1.0: built in", "Fake 1.0: using the build in #{prefix}")
+    end
+
+    it "keys the build by its steps and version: a changed pin or step builds anew beside the old build" do
+      prefixes = [cached({ install: install }), cached({ install: install + [%w[true]] }),
+                  cached({ install: install }, pin: fake_pin(archive).tap { |pin| pin.version = "1.1" })].map(&:prefix)
+      expect(prefixes.uniq.size).to eq(3)
+      expect(prefixes.last).to include("fake-1.1-")
+    end
+
+    it "names the package, the step that failed, its log and what the build needs, and keeps nothing" do
+      failing = { configure: [["sh", "-c", "echo 'checking for a thing... no'; exit 3"]], install: install }
+      build = cached(failing)
+      message = nil
+      expect { build.build }.to raise_error(SluiceBuild::Error) { |error| message = error.message }
+      expect(message).to start_with("building Fake 1.0 failed: its configure step failed; the log: ")
+      expect(message).to include("It needs a shell", "SLUICE_USE_SYSTEM_LIBRDKAFKA=1")
+      expect(File.read(message[/the log: (\S+configure\.log)/, 1])).to include("checking for a thing... no")
+      expect(File.exist?(build.prefix)).to be(false)
+      expect(build.built?).to be(false)
+    end
+
+    it "refuses an install that left out what it must keep" do
+      expect { cached({ install: [%w[true]] }).build }.to raise_error(SluiceBuild::Error, %r{its install left no lib/\*\.a})
+    end
+
+    it "lets two builds sharing a cache take turns: the second waits and uses the first's build" do
+      cooked = Queue.new
+      entered = Queue.new
+      release = Queue.new
+      first = cached({ install: install }, log: StringIO.new)
+      allow(first).to receive(:cook) do
+        entered << true
+        release.pop # the first build is under way until told otherwise
+        FileUtils.mkdir_p(first.prefix)
+        cooked << :first
+      end
+      second = cached({ install: install })
+      allow(second).to receive(:cook) { cooked << :second }
+
       builder = Thread.new { first.build }
       entered.pop
       waiter = Thread.new { second.build }
@@ -84,7 +150,37 @@ RSpec.describe SluiceBuild::Librdkafka do
       expect(log.string).to include("another build into", "is under way; waiting for it")
       release << true
       expect([builder.value, waiter.value].uniq.size).to eq(1) # the same build
+      expect(Array.new(cooked.size) { cooked.pop }).to eq([:first])
     end
-    expect(Array.new(cooked.size) { cooked.pop }).to eq([:first])
+  end
+
+  describe SluiceBuild::Librdkafka do
+    # Every build stubbed: what is under test is which prefix each gets.
+    def prefixes_built
+      built = []
+      allow_any_instance_of(SluiceBuild::CachedBuild).to receive(:archive).and_return(nil)
+      allow_any_instance_of(SluiceBuild::CachedBuild).to receive(:build) { |build| build.prefix.tap { |prefix| built << prefix } }
+      allow_any_instance_of(described_class).to receive(:result) { |_, prefix| prefix }
+      described_class.new(cache_root: cache, log: log).build
+      built.map { |prefix| File.basename(prefix) }
+    end
+
+    it "builds zlib, zstd and OpenSSL first, and keys librdkafka's build by their versions" do
+      before = prefixes_built
+      expect(before.map { |name| name[/\A[a-z]+/] }).to eq(%w[zlib zstd openssl librdkafka])
+      pins = Sluice::LIBRDKAFKA_DEPENDENCIES.merge(zstd: Sluice::LIBRDKAFKA_DEPENDENCIES[:zstd].merge(version: "1.5.8"))
+      stub_const("Sluice::LIBRDKAFKA_DEPENDENCIES", pins)
+      after = prefixes_built
+      expect(after[1]).to start_with("zstd-1.5.8-")
+      expect(after.values_at(0, 2)).to eq(before.values_at(0, 2)) # zlib's and OpenSSL's builds are still good
+      expect(after.last).not_to eq(before.last)
+    end
+
+    it "points librdkafka's configure at exactly the archives built for it" do
+      env = SluiceBuild::Dependencies.new(cache_root: cache, archive_dirs: [], log: log).configure_env
+      expect(env.keys).to include("CPPFLAGS", "LDFLAGS", "PKG_CONFIG_PATH", "STATIC_LIB_zlib", "STATIC_LIB_libzstd", "STATIC_LIB_libssl",
+                                  "STATIC_LIB_libcrypto")
+      expect(env.select { |name, _| name.start_with?("STATIC_LIB_") }.values).to all(start_with(cache).and(end_with(".a")))
+    end
   end
 end

@@ -39,6 +39,10 @@ module TestKafka
   }.freeze
 
   class << self
+    # Whether bin/kafka can run Kafka's own tools (scram_user): its jars (bin/kafka fetch) and a JRE. A
+    # checkout without them (bin/test-root's Debian root: no Java) skips what needs them.
+    def tools? = Dir.exist?(File.expand_path("../../tmp/kafka/libs", __dir__)) && system("command -v java >/dev/null 2>&1")
+
     # Adds or changes a SCRAM-SHA-512 user on the broker (credentials rotated while a client retries).
     def scram_user(name, password)
       port = BROKERS.split(",").first.split(":").last
