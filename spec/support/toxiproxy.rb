@@ -67,14 +67,38 @@ module Toxiproxy
     # PATCH: toxiproxy 2.12 logs POST for an update as deprecated.
     def enabled(node, value) = request(:patch, "/proxies/#{proxy(node)}", { enabled: value })
 
+    # The connection failures of a toxiproxy-server that died: bin/kafka's
+    # supervisor starts it again (with every proxy enabled, no toxics) within
+    # a second or two, and the call is made again on the new one. The output
+    # says so; bin/test-cluster counts the restarts from toxiproxy's log.
+    DOWN = [Errno::ECONNREFUSED, Errno::ECONNRESET, EOFError].freeze
+    RESTART_WAIT = 15 # s
+
     def request(verb, path, body = nil)
       request = { get: Net::HTTP::Get, post: Net::HTTP::Post, patch: Net::HTTP::Patch, delete: Net::HTTP::Delete }.fetch(verb).new(path)
       request.content_type = "application/json"
       request.body = JSON.generate(body) if body
-      response = Net::HTTP.start(API.host, API.port, open_timeout: 5, read_timeout: 10) { |http| http.request(request) }
+      response = with_restarts(verb, path) do
+        Net::HTTP.start(API.host, API.port, open_timeout: 5, read_timeout: 10) { |http| http.request(request) }
+      end
       raise Error, "toxiproxy #{verb.upcase} #{path}: #{response.code} #{response.body}" unless response.is_a?(Net::HTTPSuccess)
 
       response.body.to_s.empty? ? nil : JSON.parse(response.body)
+    end
+
+    def with_restarts(verb, path)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + RESTART_WAIT
+      warned = false
+      begin
+        yield
+      rescue *DOWN => e
+        raise if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+        warn "toxiproxy #{verb.upcase} #{path}: #{e.class} (the server died?), trying again" unless warned
+        warned = true
+        sleep(0.2) # the supervisor's restart: nothing to wait on but the port
+        retry
+      end
     end
   end
 
