@@ -37,7 +37,11 @@ module SluiceNativeGem
       <<~RUBY
         # frozen_string_literal: true
         # Written by rake native (rakelib/native/cross_rbconfig.rb): mkmf sees Ruby #{@version}'s RbConfig.
-        require "mini_portile2" # loaded with this Ruby's RbConfig, as RubyGems found it
+        begin
+          require "mini_portile2" # found and loaded with this Ruby's RbConfig (a gem of this Ruby's)
+        rescue LoadError
+          nil # extconf.rb's recipe says what to install
+        end
         host_version = RUBY_VERSION
         Object.send(:remove_const, :RbConfig)
         Object.send(:remove_const, :RUBY_VERSION)

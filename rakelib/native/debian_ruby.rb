@@ -25,7 +25,7 @@ module SluiceNativeGem
     # file stays as long as a suite ships its version: when the suite moves on (experimental's
     # 3.4 will), pin the new one.
     PINS = {
-      "3.3" => { suite: "trixie (Debian 13)", source: "ruby3.3", version: "3.3.8-2",
+      "3.3" => { suite: "trixie (13)", source: "ruby3.3", version: "3.3.8-2",
                  sha256: { "ruby3.3-dev" => "c266bd2ba0169a1831d8987ae5ff901d22b96b6b7a4f05a5db472e8584a70e73",
                            "libruby3.3" => "033d7f7359da6353d29e5cb87ef411357d3841c02fd7d1089897653fec665289" },
                  runtime: { "ruby3.3" => "10798ffe8edc86d7f9491655a115049a7a77dfbef5dc909dc13803cbb6c47f9b" } },
@@ -46,7 +46,7 @@ module SluiceNativeGem
       @log = log
     end
 
-    def label = "Ruby #{@minor} (Debian #{@pin[:suite]}'s #{@pin[:source]} #{@pin[:version]})"
+    def label = "Ruby #{@minor} (#{@pin[:source]} #{@pin[:version]}, Debian #{@pin[:suite]})"
 
     # @return [String] upstream's version: "3.3.8" of Debian's "3.3.8-2"
     def version = @pin[:version][/\A[\d.]+/]
