@@ -106,7 +106,7 @@ module SluiceNativeGem
     SOURCE_SPEC.dup.tap do |spec|
       spec.platform = Gem::Platform.local
       spec.required_ruby_version = [">= #{minors.first}", "< #{minors.last.succ}.dev"]
-      spec.description = "#{spec.description} Precompiled for #{Gem::Platform.local} (glibc #{glibc}+) and Ruby " \
+      spec.description = "#{spec.description} Precompiled for #{Gem::Platform.local}#{glibc} and Ruby " \
                          "#{minors.join(", ")}; any other Ruby: gem install sluice --platform ruby."
       spec.extensions = []
       spec.dependencies.delete_if { |dependency| dependency.name == "mini_portile2" }
@@ -115,8 +115,12 @@ module SluiceNativeGem
     end
   end
 
-  # The C library the extensions were linked against: the oldest they load with.
-  def glibc = Etc.respond_to?(:confstr) ? Etc.confstr(Etc::CS_GNU_LIBC_VERSION).to_s[/[\d.]+/] : "?"
+  # The glibc the extensions were linked against, the oldest they load with: " (glibc 2.36+)"; "" elsewhere.
+  def glibc
+    return "" unless defined?(Etc::CS_GNU_LIBC_VERSION)
+
+    " (glibc #{Etc.confstr(Etc::CS_GNU_LIBC_VERSION)[/[\d.]+/]}+)"
+  end
 end
 
 Gem::PackageTask.new(SluiceNativeGem::SOURCE_SPEC) { |package| package.need_tar = false }
