@@ -70,9 +70,11 @@ module Packaging
 
     def wanted = [@suite, @mirror, *@packages, *@debs.map { |deb| File.basename(deb) }].join(" ")
 
+    # What a killed debootstrap left is removed without crossing into another file system: never
+    # through a /dev still bound from the host's.
     def debootstrap
       unmount
-      FileUtils.rm_rf(@path)
+      Packaging.run({}, "rm", "-rf", "--one-file-system", @path)
       Packaging.run({}, "debootstrap", "--variant=minbase", @suite, @path, @mirror)
       FileUtils.touch(File.join(@path, ".sluice-debootstrap"))
     end
