@@ -4,11 +4,8 @@ require "logger"
 require_relative "sluice/version"
 require_relative "sluice/errors"
 require_relative "sluice/clock"
-# The precompiled gem carries a build per Ruby minor version
-# (lib/sluice/3.1/sluice_ext.so); a source install or a checkout builds
-# lib/sluice/sluice_ext.so.
-precompiled = File.join(__dir__, "sluice", RUBY_VERSION[/\A\d+\.\d+/], "sluice_ext.#{RbConfig::CONFIG["DLEXT"]}")
-File.exist?(precompiled) ? require(precompiled) : require_relative("sluice/sluice_ext")
+require_relative "sluice/native_extension"
+Sluice::NativeExtension.load
 require_relative "sluice/kafka_error"
 require_relative "sluice/leader_wait"
 require_relative "sluice/refusable_read"

@@ -7,10 +7,13 @@ require "rbconfig"
 require "rubygems/package"
 require "rubygems/package_task"
 
+require_relative "native/target_ruby"
+
 # The gems (rake-compiler's convention: `rake gem`, `rake native gem`):
 #   rake gem     pkg/sluice-VERSION.gem, the source gem: librdkafka built at install time
-#   rake native  pkg/sluice-VERSION-PLATFORM.gem, precompiled for this platform and this Ruby:
-#                installs with no compiler, no pkg-config and no librdkafka
+#   rake native  pkg/sluice-VERSION-PLATFORM.gem, precompiled for this platform: one extension per
+#                Ruby minor (this Ruby's and each one pinned in rakelib/native/debian_ruby.rb, all
+#                compiled here); installs with no compiler, no pkg-config and no librdkafka
 module SluiceNativeGem
   ROOT = File.expand_path("..", __dir__)
   SOURCE_SPEC = Gem::Specification.load(File.join(ROOT, "sluice.gemspec"))
@@ -26,27 +29,34 @@ module SluiceNativeGem
 
   module_function
 
-  def ruby_minor = RUBY_VERSION[/\A\d+\.\d+/]
-
   # @return [String] the path of the platform gem
   def build
-    extension = compile
+    extensions = TargetRuby.all.to_h do |ruby|
+      puts "sluice: the extension for #{ruby.label}"
+      [ruby.minor, checked(compile(ruby))]
+    end
+    package(extensions)
+  end
+
+  def checked(extension)
     needed = needed_libraries(extension)
     leaked = needed.grep_v(ALLOWED_NEEDED)
     raise "#{extension} would load #{leaked.join(", ")}: a precompiled gem must not (needs: #{needed.join(", ")})" if leaked.any?
 
-    puts "sluice: the extension loads only #{needed.join(", ")}"
-    package(extension)
+    puts "sluice: #{extension} loads only #{needed.join(", ")}"
+    extension
   end
 
-  # extconf.rb and make in a directory of their own: the checkout's
-  # lib/sluice/sluice_ext.so (the development build) is left alone.
-  def compile
-    dir = File.join(ROOT, "tmp", "native", Gem::Platform.local.to_s, ruby_minor)
+  # extconf.rb and make in a directory of their own per Ruby: the
+  # checkout's lib/sluice/sluice_ext.so (the development build) is left
+  # alone. librdkafka's build does not depend on the Ruby: the first
+  # extconf.rb builds it into the cache, the others use it.
+  def compile(ruby)
+    dir = File.join(ROOT, "tmp", "native", Gem::Platform.local.to_s, ruby.minor)
     FileUtils.rm_rf(dir)
     FileUtils.mkdir_p(dir)
     Dir.chdir(dir) do
-      run(BUILD_ENV, RbConfig.ruby, File.join(ROOT, "ext", "sluice", "extconf.rb"))
+      run(BUILD_ENV, *ruby.extconf_command(File.join(ROOT, "ext", "sluice", "extconf.rb"), dir))
       run({}, "make", "-j#{Etc.nprocessors}")
       # Debug sections are most of its size (19 MB -> 9 MB); symbols stay for backtraces.
       run({}, "strip", "--strip-debug", "sluice_ext.#{RbConfig::CONFIG["DLEXT"]}")
@@ -67,42 +77,55 @@ module SluiceNativeGem
     output.scan(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/).flatten
   end
 
-  # The platform gem: the Ruby code, the sluice command, README, LICENSE, CHANGELOG and the
-  # extension under lib/sluice/<ruby minor>/ (where lib/sluice.rb looks first,
-  # so one gem can carry a build per Ruby version); no C sources, no
+  # The platform gem: the Ruby code, the sluice command, README, LICENSE, CHANGELOG and each
+  # extension under lib/sluice/<ruby minor>/ (where lib/sluice.rb looks); no C sources, no
   # extconf.rb, no mini_portile2 dependency.
-  def package(extension)
-    binary = "lib/sluice/#{ruby_minor}/#{File.basename(extension)}"
-    spec = platform_spec(binary)
+  # @param extensions [Hash{String => String}] Ruby minor => its extension
+  def package(extensions)
+    binaries = extensions.to_h { |minor, extension| ["lib/sluice/#{minor}/#{File.basename(extension)}", extension] }
+    spec = platform_spec(extensions.keys, binaries.keys)
     stage = File.join(ROOT, "tmp", "native", "stage")
     FileUtils.rm_rf(stage)
     spec.files.each do |file|
       FileUtils.mkdir_p(File.join(stage, File.dirname(file)))
       # preserve: exe/sluice keeps its executable bit in the package
-      FileUtils.cp(file == binary ? extension : File.join(ROOT, file), File.join(stage, file), preserve: true)
+      FileUtils.cp(binaries.fetch(file) { File.join(ROOT, file) }, File.join(stage, file), preserve: true)
     end
     FileUtils.mkdir_p(File.join(ROOT, "pkg"))
     path = File.join(ROOT, "pkg", spec.file_name)
     Dir.chdir(stage) { FileUtils.mv(Gem::Package.build(spec), path) }
-    puts "sluice: #{path}"
+    puts "sluice: #{path} (Ruby #{extensions.keys.join(", ")})"
     path
   end
 
-  def platform_spec(binary)
+  # From the oldest Ruby minor carried to before the one after the newest:
+  # a minor in between without an extension (RubyGems cannot express "not
+  # 3.2") is refused by lib/sluice.rb with a LoadError that names the ones
+  # carried and the source gem; the description names them too.
+  def platform_spec(minors, binaries)
     SOURCE_SPEC.dup.tap do |spec|
       spec.platform = Gem::Platform.local
-      spec.required_ruby_version = [">= #{ruby_minor}", "< #{ruby_minor.succ}.dev"]
+      spec.required_ruby_version = [">= #{minors.first}", "< #{minors.last.succ}.dev"]
+      spec.description = "#{spec.description} Precompiled for #{Gem::Platform.local}#{glibc} and Ruby " \
+                         "#{minors.join(", ")}; any other Ruby: gem install sluice --platform ruby."
       spec.extensions = []
       spec.dependencies.delete_if { |dependency| dependency.name == "mini_portile2" }
       spec.requirements = []
-      spec.files = spec.files.grep_v(%r{\Aext/}) + [binary]
+      spec.files = spec.files.grep_v(%r{\Aext/}) + binaries
     end
+  end
+
+  # The glibc the extensions were linked against, the oldest they load with: " (glibc 2.36+)"; "" elsewhere.
+  def glibc
+    return "" unless defined?(Etc::CS_GNU_LIBC_VERSION)
+
+    " (glibc #{Etc.confstr(Etc::CS_GNU_LIBC_VERSION)[/[\d.]+/]}+)"
   end
 end
 
 Gem::PackageTask.new(SluiceNativeGem::SOURCE_SPEC) { |package| package.need_tar = false }
 
-desc "Build pkg/sluice-VERSION-PLATFORM.gem: precompiled for this platform and Ruby, librdkafka and its dependencies linked in"
+desc "Build pkg/sluice-VERSION-PLATFORM.gem: precompiled for this platform and each Ruby minor pinned (SLUICE_NATIVE_RUBIES), librdkafka linked in"
 task :native do
   SluiceNativeGem.build
 end

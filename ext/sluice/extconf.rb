@@ -88,7 +88,7 @@ end
 unless compiles
   fail_build "no working C compiler: #{RbConfig::CONFIG["CC"]} could not build a test program (mkmf.log says why). " \
              "Install one (Debian/Ubuntu: apt-get install build-essential; Alpine: apk add build-base; macOS: " \
-             "xcode-select --install), or install the precompiled gem, which compiles nothing (x86_64 Linux, Ruby 3.1)"
+             "xcode-select --install), or install the precompiled gem, which compiles nothing (x86_64 Linux, glibc 2.36+, Ruby 3.1, 3.3 or 3.4)"
 end
 
 SYSTEM_LIBRDKAFKA ? system_librdkafka : bundled_librdkafka
@@ -127,6 +127,9 @@ $LDFLAGS << " -fsanitize=address" if ENV["SLUICE_ASAN"]
 # loading it provides those symbols, whatever its libruby is called
 # (Debian's libruby-3.1.so.3.1, ruby-build's and RVM's libruby.so.3.1) or
 # whether it has one at all (a --disable-shared Ruby, as some Docker images).
+# Here, after the checks: their test programs link this Ruby's libruby as
+# any build's do. (For another Ruby's headers, rake native's cross rbconfig
+# empties LIBRUBYARG before the checks: that libruby cannot link here.)
 $LIBRUBYARG = "" if ENV["SLUICE_NO_LIBRUBY"] == "1"
 
 create_makefile("sluice/sluice_ext")

@@ -1,72 +1,119 @@
 # frozen_string_literal: true
 
 require "rubygems/package"
+require_relative "../../../rakelib/native/debian_ruby"
 
-# The precompiled platform gem (`rake native`) installed where nothing could
-# build it: a bare Debian 12 root made with debootstrap, with only Debian's
-# ruby installed in it (no compiler, make, pkg-config, librdkafka or OpenSSL
-# headers). It installs with `gem install --local` and round-trips messages
-# with the project's broker (the root shares the host's network). Needs root
-# (chroot), debootstrap (bin/setup installs it) and Debian's registry; about
-# a minute and a half, so it runs when asked: .ci/run sets SLUICE_GEM_SPEC=1.
-RSpec.describe "The precompiled gem", :kafka, timeout: 600,
+# The precompiled platform gem (`rake native`): one x86_64-linux gem with an
+# extension per Ruby minor (3.1: this machine's Ruby; 3.3 and 3.4: compiled
+# here against Debian's headers of them), installed where nothing could build
+# it: bare Debian roots made with debootstrap (Packaging::BareRoot, kept in
+# ~/.cache/sluice/roots), with Ruby and no compiler, make, pkg-config,
+# librdkafka or OpenSSL headers. Debian 12 has Ruby 3.1; Debian 13 has 3.3,
+# and experimental's 3.4 (libruby3.4 and ruby3.4, pinned beside its headers)
+# is installed into the same root. Each Ruby installs the gem with `gem
+# install --local` and round-trips messages with the project's broker (the
+# roots share the host's network). Needs root (chroot, mount), debootstrap
+# and Debian's registry; runs when asked: .ci/run sets SLUICE_GEM_SPEC=1.
+RSpec.describe "The precompiled gem", :kafka, timeout: 900,
                                               skip: ENV["SLUICE_GEM_SPEC"] != "1" && "SLUICE_GEM_SPEC=1 builds and installs it (.ci/run)" do
-  mirror = ENV.fetch("SLUICE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-  bare = File.join(Packaging::ROOT, "tmp", "bare-debian")
+  minors = %w[3.1 3.3 3.4]
+  package = File.join(Packaging::ROOT, "pkg", "sluice-#{Sluice::VERSION}-#{Gem::Platform.local}.gem")
+  native = File.join(Packaging::ROOT, "tmp", "native", Gem::Platform.local.to_s)
 
-  define_method(:in_root) { |*command| Packaging.run({ "PATH" => "/usr/sbin:/usr/bin:/sbin:/bin" }, "chroot", bare, *command) }
+  # Installs the gem with one Ruby of the root and round-trips 1,000 messages.
+  # @return [Hash] what the round trip printed (Packaging.round_trip_script)
+  define_method(:install_and_round_trip) do |root, ruby:, gem:|
+    root.uninstall(gem, "sluice")
+    Packaging::INSTALL_TIMES["precompiled gem (#{ruby}, #{root.path[%r{[^/]+\z}]})"] = Packaging.timed do
+      root.run(gem, "install", "--local", "--no-document", root.copy_in(package))
+    end
+    script = Packaging.round_trip_script(TestKafka::BROKERS, "sluice-spec-gem", 1_000)
+    JSON.parse(root.run(ruby, "-e", script).lines.last)
+  end
+
+  define_method(:expect_round_trip) do |outcome, minor|
+    expect(outcome["gem_path"]).to eq("/var/lib/gems/#{minor}.0/gems/#{@spec.full_name}")
+    expect(outcome["extension"]).to eq(File.join(outcome["gem_path"], "lib", "sluice", minor, "sluice_ext.so"))
+    expect(outcome["librdkafka"]).to eq(Sluice::LIBRDKAFKA.fetch(:version))
+    expect(outcome["ldd"]).not_to match(/librdkafka|libssl|libcrypto|libsasl|libzstd/)
+    expect(outcome).to include("errors" => [], "produced" => 1_000, "read_back" => true)
+  end
 
   before(:context) do
     skip "chroot needs root" unless Process.uid.zero?
     skip "debootstrap is not installed (bin/setup installs it)" unless system("command -v debootstrap >/dev/null")
 
     Packaging.run({}, "rake", "native", chdir: Packaging::ROOT)
-    @package = File.join(Packaging::ROOT, "pkg", "sluice-#{Sluice::VERSION}-#{Gem::Platform.local}.gem")
-    @spec = Gem::Package.new(@package).spec
-
-    FileUtils.rm_rf(bare)
-    Packaging.run({}, "debootstrap", "--variant=minbase", "bookworm", bare, mirror)
-    FileUtils.cp("/etc/resolv.conf", File.join(bare, "etc", "resolv.conf"))
-    in_root("sh", "-c", "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -q -y --no-install-recommends ruby")
-    @tools = in_root("sh", "-c", "for tool in cc gcc make pkg-config; do command -v $tool; done; " \
-                                 "find / -xdev -name 'librdkafka*' -o -xdev -name 'rdkafka.h'; true").split
-    FileUtils.cp(@package, File.join(bare, "tmp"))
-    Packaging::INSTALL_TIMES["precompiled gem"] = Packaging.timed do
-      in_root("gem", "install", "--local", "--no-document", "/tmp/#{File.basename(@package)}")
-    end
-    script = Packaging.round_trip_script(TestKafka::BROKERS, "sluice-spec-gem", 1_000)
-    @outcome = JSON.parse(in_root("ruby", "-e", script).lines.last)
+    @spec = Gem::Package.new(package).spec
   end
 
-  after(:context) { FileUtils.rm_rf(bare) }
-
-  it "holds the extension for this Ruby and platform, no C sources, and depends on nothing" do
-    ruby = RUBY_VERSION[/\A\d+\.\d+/]
+  it "holds an extension for each Ruby minor, no C sources, depends on nothing, and says which Rubies it is for" do
     expect(@spec.platform.to_s).to eq(Gem::Platform.local.to_s)
-    expect(@spec.files).to include("lib/sluice.rb", "lib/sluice/#{ruby}/sluice_ext.so", "exe/sluice", "README.md")
+    expect(@spec.files).to include("lib/sluice.rb", "exe/sluice", "README.md", *minors.map { |minor| "lib/sluice/#{minor}/sluice_ext.so" })
+    expect(@spec.files.grep(/sluice_ext/).size).to eq(minors.size)
     expect(@spec.executables).to eq(["sluice"])
     expect(@spec.files.grep(%r{\Aext/})).to eq([])
     expect(@spec.extensions).to eq([])
     expect(@spec.dependencies).to eq([])
-    expect(@spec.required_ruby_version).to be_satisfied_by(Gem::Version.new(RUBY_VERSION))
-    expect(@spec.required_ruby_version).not_to be_satisfied_by(Gem::Version.new("#{ruby.succ}.0"))
+    expect(@spec.description).to include("Ruby 3.1, 3.3, 3.4", "gem install sluice --platform ruby")
+    %w[3.1.0 3.3.9 3.4.11].each { |version| expect(@spec.required_ruby_version).to be_satisfied_by(Gem::Version.new(version)) }
+    %w[3.0.7 3.5.0.preview1 3.5.0].each { |version| expect(@spec.required_ruby_version).not_to be_satisfied_by(Gem::Version.new(version)) }
   end
 
   # A NEEDED libruby-3.1.so.3.1 (Debian's name) made the gem unloadable in
   # Rubies built from source (libruby.so.3.1, or no shared libruby at all).
-  it "names no libruby and no library beyond the C library's: the running Ruby provides Ruby's symbols (the round trip below loads it)" do
-    extension = File.join(Packaging::ROOT, "tmp", "native", Gem::Platform.local.to_s, RUBY_VERSION[/\A\d+\.\d+/], "sluice_ext.so")
-    needed = Packaging.run({}, "readelf", "-d", extension).scan(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/).flatten
-    expect(needed).not_to be_empty
-    expect(needed).to all(match(/\A(libc|libm|libpthread|libdl|librt|ld-linux[-\w]*)\.so/))
+  it "names no libruby and no library beyond the C library's, in any of its extensions (the round trips load them)" do
+    minors.each do |minor|
+      needed = Packaging.run({}, "readelf", "-d", File.join(native, minor, "sluice_ext.so"))
+                        .scan(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/).flatten
+      expect(needed).not_to be_empty
+      expect(needed).to all(match(/\A(libc|libm|libpthread|libdl|librt|ld-linux[-\w]*)\.so/)), "Ruby #{minor}: #{needed.join(", ")}"
+    end
   end
 
-  it "installs where there is no compiler, make, pkg-config or librdkafka, and round-trips 1,000 messages" do
-    expect(@tools).to eq([])
-    expect(@outcome["gem_path"]).to eq("/var/lib/gems/#{RbConfig::CONFIG["ruby_version"]}/gems/#{@spec.full_name}")
-    expect(@outcome["extension"]).to start_with(@outcome["gem_path"])
-    expect(@outcome["librdkafka"]).to eq(Sluice::LIBRDKAFKA.fetch(:version))
-    expect(@outcome["ldd"]).not_to match(/librdkafka|libssl|libcrypto|libsasl|libzstd/)
-    expect(@outcome).to include("errors" => [], "produced" => 1_000, "read_back" => true)
+  context "in a bare Debian 12 root (Ruby 3.1)" do
+    before(:context) do
+      @root = Packaging::BareRoot.new("bookworm", packages: ["ruby"]).prepare
+      @tools = @root.tools
+      @outcome = install_and_round_trip(@root, ruby: "ruby", gem: "gem")
+    end
+
+    after(:context) do
+      @root&.uninstall("gem", "sluice")
+      @root&.release
+    end
+
+    it "installs where there is no compiler, make, pkg-config or librdkafka, and round-trips 1,000 messages" do
+      expect(@tools).to eq([])
+      expect_round_trip(@outcome, "3.1")
+    end
+
+    # A Ruby inside required_ruby_version without an extension of its own
+    # (3.2): here, the 3.1 one taken away from the installed gem.
+    it "refuses a Ruby it carries no extension for with a LoadError naming the Rubies it does, and the source gem" do
+      FileUtils.rm_rf(File.join(@root.path, @outcome["gem_path"], "lib", "sluice", "3.1"))
+      message = @root.run("ruby", "-e", 'begin; require "sluice"; rescue LoadError => e; puts e.message; end')
+      expect(message).to include("carries its extension for Ruby 3.3, 3.4 only", "gem install sluice --platform ruby")
+    end
+  end
+
+  context "in a bare Debian 13 root (Ruby 3.3, and experimental's 3.4)" do
+    before(:context) do
+      debs = SluiceNativeGem::DebianRuby.new("3.4").runtime_debs
+      @root = Packaging::BareRoot.new("trixie", packages: ["ruby"], debs: debs).prepare
+      @tools = @root.tools
+      @outcomes = { "3.3" => install_and_round_trip(@root, ruby: "ruby3.3", gem: "gem3.3"),
+                    "3.4" => install_and_round_trip(@root, ruby: "ruby3.4", gem: "gem3.4") }
+    end
+
+    after(:context) do
+      %w[gem3.3 gem3.4].each { |gem| @root&.uninstall(gem, "sluice") }
+      @root&.release
+    end
+
+    it "installs in Ruby 3.3 and 3.4 where there is no compiler, and each round-trips 1,000 messages with its own extension" do
+      expect(@tools).to eq([])
+      @outcomes.each { |minor, outcome| expect_round_trip(outcome, minor) }
+    end
   end
 end

@@ -1,0 +1,97 @@
+# frozen_string_literal: true
+
+require "fileutils"
+require "open3"
+require_relative "../../ext/sluice/recipe/archive"
+
+module SluiceNativeGem
+  # The headers and rbconfig.rb of a Ruby this machine does not run, taken
+  # from Debian's packages of it (ruby3.x-dev: the headers; libruby3.x:
+  # rbconfig.rb and config.h's arch directory), pinned like the libraries
+  # librdkafka links: version and SHA-256 of each .deb, checked before
+  # anything is unpacked. Unpacked once (dpkg-deb -x) into the cache, under a
+  # directory named by the version, which is then read only.
+  #
+  # Debian's packages rather than a Ruby built here: they are what the
+  # precompiled gem is tested against (Debian 13's Ruby 3.3, experimental's
+  # 3.4), and the headers are the same upstream headers any build of that
+  # Ruby installs; the libruby in them is never linked (SLUICE_NO_LIBRUBY).
+  class DebianRuby
+    POOL = "https://deb.debian.org/debian/pool/main"
+
+    # minor => the source package, its version, and each binary package's SHA-256 (as the suite's
+    # Packages index lists it): the headers' and rbconfig.rb's, then the interpreter's (ruby3.x,
+    # which with libruby3.x installs that Ruby where no suite has it: the install specs). A pool
+    # file stays as long as a suite ships its version: when the suite moves on (experimental's
+    # 3.4 will), pin the new one.
+    PINS = {
+      "3.3" => { suite: "trixie (13)", source: "ruby3.3", version: "3.3.8-2",
+                 sha256: { "ruby3.3-dev" => "c266bd2ba0169a1831d8987ae5ff901d22b96b6b7a4f05a5db472e8584a70e73",
+                           "libruby3.3" => "033d7f7359da6353d29e5cb87ef411357d3841c02fd7d1089897653fec665289" },
+                 runtime: { "ruby3.3" => "10798ffe8edc86d7f9491655a115049a7a77dfbef5dc909dc13803cbb6c47f9b" } },
+      "3.4" => { suite: "experimental", source: "ruby3.4", version: "3.4.11-1~exp1",
+                 sha256: { "ruby3.4-dev" => "a4d40aa2f07f23b548e8d901a557e56bdf7f8c2fb2f95e58b9f22a6c2fe97e5d",
+                           "libruby3.4" => "90ed169564ef3e3f017345d8452cc4c9a2acf7a0f006dcbceda66b8f3c55872b" },
+                 runtime: { "ruby3.4" => "604cb406af73ac453a9a68c346749bf9fe05556734bee4399e548fe015a3ffa6" } }
+    }.freeze
+    DONE = ".sluice-unpacked" # written last: a directory without it is not one
+    CACHE = File.join(ENV.fetch("XDG_CACHE_HOME", File.join(Dir.home, ".cache")), "sluice", "rubies", "debian")
+
+    attr_reader :minor
+
+    def initialize(minor, cache_root: CACHE, log: $stdout)
+      @minor = minor
+      @pin = PINS.fetch(minor)
+      @cache_root = cache_root
+      @log = log
+    end
+
+    def label = "Ruby #{@minor} (#{@pin[:source]} #{@pin[:version]}, Debian #{@pin[:suite]})"
+
+    # @return [String] upstream's version: "3.3.8" of Debian's "3.3.8-2"
+    def version = @pin[:version][/\A[\d.]+/]
+
+    # @return [String] the unpacked tree's rbconfig.rb (its paths are relative to where it lies)
+    # @raise [SluiceBuild::Error]
+    def rbconfig
+      unpack unless File.exist?(File.join(tree, DONE))
+      Dir[File.join(tree, "usr", "lib", "*", "ruby", "#{@minor}.0", "rbconfig.rb")].first or
+        raise SluiceBuild::Error, "#{label}: no rbconfig.rb in #{tree}"
+    end
+
+    # @return [Array<String>] the .deb files that install this Ruby (libruby3.x, ruby3.x), verified
+    def runtime_debs = debs(@pin[:sha256].reject { |package, _| package.end_with?("-dev") }.merge(@pin[:runtime]))
+
+    private
+
+    def tree = File.join(@cache_root, "#{@pin[:source]}_#{@pin[:version]}")
+
+    def unpack
+      partial = "#{tree}.part.#{Process.pid}"
+      FileUtils.rm_rf(partial)
+      debs(@pin[:sha256]).each { |deb| run("dpkg-deb", "-x", deb, partial) }
+      File.write(File.join(partial, DONE), @pin[:version])
+      FileUtils.rm_rf(tree)
+      File.rename(partial, tree)
+      @log.puts("sluice: #{label} unpacked into #{tree}")
+    ensure
+      FileUtils.rm_rf(partial) if partial
+    end
+
+    # Each package's .deb, from the cache or downloaded, verified (SluiceBuild::Archive, as for librdkafka's sources).
+    def debs(packages)
+      packages.map do |package, sha256|
+        file = "#{package}_#{@pin[:version]}_amd64.deb"
+        pin = SluiceBuild::Pin.new(name: package.tr(".-", "_"), title: package, version: @pin[:version],
+                                   sha256: { file => sha256 }, urls: ["#{POOL}/r/#{@pin[:source]}/#{file}"])
+        downloads = File.join(@cache_root, "debs")
+        SluiceBuild::Archive.new(pin, dirs: [downloads], download_dir: downloads, log: @log).path
+      end
+    end
+
+    def run(*command)
+      output, status = Open3.capture2e(*command)
+      raise SluiceBuild::Error, "#{command.join(" ")} failed: #{output}" unless status.success?
+    end
+  end
+end
