@@ -88,17 +88,7 @@ module Sluice
 
       def info(event, text) = @logger.info("[#{client_id(event)}] #{text}")
       def warn(event, text) = @logger.warn("[#{client_id(event)}] #{text}")
-      def debug(event, data) = @logger.debug { "[#{client_id(event)}] #{shown(data)}" }
-
-      # Hashes as Ruby 3.4 shows them ({topic: "t"}) on every Ruby: a log line
-      # must not change with the Ruby version (3.1-3.3 write {:topic=>"t"}).
-      def shown(data)
-        case data
-        when Hash then "{#{data.map { |key, value| "#{key.is_a?(Symbol) ? "#{key}:" : "#{shown(key)} =>"} #{shown(value)}" }.join(", ")}}"
-        when Array then "[#{data.map { |item| shown(item) }.join(", ")}]"
-        else data.inspect
-        end
-      end
+      def debug(event, data) = @logger.debug { "[#{client_id(event)}] #{Shown.call(data)}" }
 
       # error.occurred comes from consumers too
       def client_id(event) = event[:producer_id] || event[:consumer_id] || event[:admin_id]

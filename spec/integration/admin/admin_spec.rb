@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
 require "timeout"
 
 # Sluice::Admin against the real broker, in the polling mode under test
@@ -204,23 +203,6 @@ RSpec.describe Sluice::Admin, :kafka do
       expect(Thread.list.size - threads).to eq(TestKafka::MODE == :fd ? 0 : 1)
     ensure
       consumer&.close
-    end
-
-    it "lets another fiber run while one awaits an admin call" do
-      admin.topics # connected: the calls below wait for the broker only
-      order = []
-      Async do |task|
-        caller = task.async do
-          order << :call_started
-          admin.create_topic(topic)
-          created << topic
-          admin.describe_topic(topic) # a blocking call of the handle: on a helper thread, the fiber waits
-          order << :call_returned
-        end
-        task.async { order << :other_fiber_ran }
-        caller.wait
-      end.wait
-      expect(order).to eq(%i[call_started other_fiber_ran call_returned])
     end
 
     it "reports each call as admin.request" do

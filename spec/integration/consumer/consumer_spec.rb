@@ -410,24 +410,4 @@ RSpec.describe Sluice::Consumer, :kafka do
       expect(events.events.map(&:id)).to eq(%w[poller.consumer_registered poller.consumer_unregistered])
     end
   end
-
-  describe "fibers" do
-    it "runs 25 consumers as 25 fibers in one thread under Async, with no thread of ours per consumer" do
-      require "async"
-      reports = Array.new(25) { |i| producer.produce_sync(topic: topic, partition: i % 3, payload: "f#{i}") }
-      threads_before = Thread.list.size
-      counts = []
-      threads_during = nil
-      Async do |task|
-        consumers = reports.map do |report|
-          build_consumer.tap { |c| c.assign(topic => { report.partition => report.offset }) }
-        end
-        threads_during = Thread.list.size
-        consumers.map { |consumer| task.async { counts << read(consumer, 1).size } }.each(&:wait)
-      end
-      expect(counts).to eq([1] * 25)
-      # :fd: at most the shared poller's thread; :thread, the baseline: one polling thread per consumer
-      expect(threads_during - threads_before).to(TestKafka::MODE == :fd ? be <= 1 : eq(25))
-    end
-  end
 end

@@ -198,3 +198,91 @@ RSpec.describe "Long producer calls under a fiber scheduler (async)", :kafka do
     expect_ticking(outcome, at_least: 0.7)
   end
 end
+
+# Consumers wait on their queue's pipe with IO#wait_readable: under a fiber
+# scheduler each read suspends its fiber only. (Here rather than in
+# consumer_spec.rb: this is the one spec file that needs the async gem.)
+RSpec.describe "Consumers under a fiber scheduler (async)", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-consumer" }
+  let(:producer) { build_producer }
+
+  after { @consumers&.each(&:close) }
+
+  def build_consumer
+    consumer = Sluice::Consumer.new do |config|
+      config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": "sluice-spec-fibers-#{rand(1 << 30)}",
+                       "auto.offset.reset": "earliest" }
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+    end
+    (@consumers ||= []) << consumer
+    consumer
+  end
+
+  # Reads with each_message until a message came; how many came (1).
+  def read_one(consumer)
+    seen = 0
+    consumer.each_message do
+      seen += 1
+      consumer.stop
+    end
+    seen
+  end
+
+  it "runs 25 consumers as 25 fibers in one thread under Async, with no thread of ours per consumer" do
+    reports = Array.new(25) { |i| producer.produce_sync(topic: topic, partition: i % 3, payload: "f#{i}") }
+    threads_before = Thread.list.size
+    counts = []
+    threads_during = nil
+    Async do |task|
+      consumers = reports.map do |report|
+        build_consumer.tap { |c| c.assign(topic => { report.partition => report.offset }) }
+      end
+      threads_during = Thread.list.size
+      consumers.map { |consumer| task.async { counts << read_one(consumer) } }.each(&:wait)
+    end
+    expect(counts).to eq([1] * 25)
+    # :fd: at most the shared poller's thread; :thread, the baseline: one polling thread per consumer
+    expect(threads_during - threads_before).to(TestKafka::MODE == :fd ? be <= 1 : eq(25))
+  end
+end
+
+# An admin call's native wait runs off the fiber's thread (Sluice::Blocking).
+RSpec.describe "Admin calls under a fiber scheduler (async)", :kafka do
+  include PollingScenarios
+
+  let(:topic) { "sluice-spec-admin-fiber-#{Process.pid}-#{rand(1 << 30)}" }
+  let(:admin) do
+    Sluice::Admin.new do |config|
+      config.kafka = { "bootstrap.servers": TestKafka::BROKERS }
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+    end
+  end
+
+  after do
+    admin.delete_topic(topic)
+  rescue Sluice::Errors::UnknownTopicError
+    nil
+  ensure
+    admin.close
+  end
+
+  it "lets another fiber run while one awaits an admin call" do
+    admin.topics # connected: the calls below wait for the broker only
+    order = []
+    Async do |task|
+      caller = task.async do
+        order << :call_started
+        admin.create_topic(topic)
+        admin.describe_topic(topic) # a blocking call of the handle: on a helper thread, the fiber waits
+        order << :call_returned
+      end
+      task.async { order << :other_fiber_ran }
+      caller.wait
+    end.wait
+    expect(order).to eq(%i[call_started other_fiber_ran call_returned])
+  end
+end

@@ -1,0 +1,32 @@
+# frozen_string_literal: true
+
+module Sluice
+  # Messages, headers and batches as text for people (a log line, a matcher's
+  # failure), the same on every Ruby: Hashes as Ruby 3.4 writes them
+  # ({topic: "t", "k" => v}), where 3.1-3.3 write {:topic=>"t", "k"=>v}.
+  # A line must not change with the Ruby that wrote it.
+  # @api private
+  module Shown
+    # Symbol keys Ruby 3.4 quotes ("a-b": 1, "c=": 1): not a plain symbol
+    # name, a name starting with @, $ or !, or ending in an operator.
+    QUOTED_NAME = %r{\A[@$!]|[-+*/`%^&|\]<=>~@]\z}
+
+    # @param data [Object]
+    # @return [String] data.inspect, but with Hashes (nested too) in Ruby 3.4's form
+    def self.call(data)
+      case data
+      when Hash then "{#{data.map { |key, value| "#{key(key)} #{call(value)}" }.join(", ")}}"
+      when Array then "[#{data.map { |item| call(item) }.join(", ")}]"
+      else data.inspect
+      end
+    end
+
+    def self.key(key)
+      return "#{call(key)} =>" unless key.is_a?(Symbol)
+      return "#{key.name}:" unless key.inspect.start_with?(':"') || key.name.match?(QUOTED_NAME)
+
+      "#{key.name.inspect}:"
+    end
+    private_class_method :key
+  end
+end
