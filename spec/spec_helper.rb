@@ -43,7 +43,10 @@ RSpec.configure do |config|
     watchdog&.kill
   end
 
-  config.after(:each) { close_test_producers }
+  config.after(:each) do
+    close_test_consumers
+    close_test_producers
+  end
 end
 
 # Where every thread is, on stderr, for an example that overran.

@@ -21,6 +21,23 @@ module SpecHelpers
     test_producers.each { |producer| producer.close(timeout: 10_000) }
   end
 
+  # A consumer in the polling mode under test, of a group of its own unless
+  # told, closed after the example. kafka: more librdkafka settings.
+  def build_consumer(group_id: "sluice-spec-#{rand(1 << 30)}", **kafka)
+    consumer = Sluice::Consumer.new do |config|
+      config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": group_id }.merge(kafka)
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+      yield config if block_given?
+    end
+    test_consumers << consumer
+    consumer
+  end
+
+  def test_consumers = (@test_consumers ||= [])
+
+  def close_test_consumers = test_consumers.each(&:close)
+
   # Reads `count` messages of topic/partition starting at offset.
   # @return [Array<Hash>] topic:, partition:, offset:, key:, payload:, headers: [[k, v]], timestamp: (ms)
   def consume(topic, partition, offset, count, isolation: "read_uncommitted", timeout: 20)

@@ -10,18 +10,7 @@ RSpec.describe Sluice::Consumer, :kafka do
   let(:group) { "sluice-spec-consumer-#{rand(1 << 30)}" }
   let(:producer) { build_producer }
 
-  after { @consumers&.each(&:close) }
-
-  def build_consumer(group_id: group, **kafka)
-    consumer = described_class.new do |config|
-      config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": group_id, "auto.offset.reset": "earliest" }.merge(kafka)
-      config.polling.mode = TestKafka::MODE
-      config.logger = Logger.new(nil)
-      yield config if block_given?
-    end
-    (@consumers ||= []) << consumer
-    consumer
-  end
+  def build_consumer(group_id: group, **kafka, &block) = super(group_id: group_id, "auto.offset.reset": "earliest", **kafka, &block)
 
   # Produces to partition 0 and returns the delivery reports.
   def produce(count, partition: 0, **message)

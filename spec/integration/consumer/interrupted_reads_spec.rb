@@ -82,17 +82,7 @@ module InterruptedReads
   RSpec.describe "Consumer reads interrupted", :kafka do
     let(:group) { "sluice-spec-interrupts-#{rand(1 << 30)}" }
 
-    after { @consumers&.each(&:close) }
-
-    def build_consumer(group_id = group)
-      consumer = Sluice::Consumer.new do |config|
-        config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": group_id }
-        config.polling.mode = TestKafka::MODE
-        config.logger = Logger.new(nil)
-      end
-      (@consumers ||= []) << consumer
-      consumer
-    end
+    def build_consumer(group_id = group) = super(group_id: group_id)
 
     # Produces count messages "<tag> <i>" to partition 0.
     # @return [Array(String, Integer, Integer)] the tag, the first offset and the one after the last

@@ -12,17 +12,7 @@ RSpec.describe "Consumer positions", :kafka do
   let(:group) { "sluice-spec-positions-#{rand(1 << 30)}" }
   let(:producer) { build_producer }
 
-  after { @consumers&.each(&:close) }
-
-  def build_consumer
-    consumer = Sluice::Consumer.new do |config|
-      config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": group, "enable.auto.commit": false }
-      config.polling.mode = TestKafka::MODE
-      config.logger = Logger.new(nil)
-    end
-    (@consumers ||= []) << consumer
-    consumer
-  end
+  def build_consumer = super(group_id: group, "enable.auto.commit": false)
 
   # Produces count messages to partition 0; returns the first one's offset.
   def produce(count)

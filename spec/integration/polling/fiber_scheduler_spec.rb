@@ -208,18 +208,7 @@ RSpec.describe "Consumers under a fiber scheduler (async)", :kafka do
   let(:topic) { "sluice-spec-consumer" }
   let(:producer) { build_producer }
 
-  after { @consumers&.each(&:close) }
-
-  def build_consumer
-    consumer = Sluice::Consumer.new do |config|
-      config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": "sluice-spec-fibers-#{rand(1 << 30)}",
-                       "auto.offset.reset": "earliest" }
-      config.polling.mode = TestKafka::MODE
-      config.logger = Logger.new(nil)
-    end
-    (@consumers ||= []) << consumer
-    consumer
-  end
+  def build_consumer = super("auto.offset.reset": "earliest")
 
   # Reads with each_message until a message came; how many came (1).
   def read_one(consumer)
