@@ -24,7 +24,7 @@ module SluiceNativeGem
     # rbconfig.rb's, then the interpreter's (ruby3.x, which with libruby3.x installs that Ruby where
     # no suite has it: the install specs). A pool file stays as long as a suite ships its version:
     # when the suite moves on (experimental's 3.4 will), pin the new one. amd64 needs no 3.1: it is
-    # this machine's Ruby; arm64's 3.1 is Debian 12's, for the cross-compiled aarch64-linux gem.
+    # this machine's Ruby; arm64's are the same Rubies, for the cross-compiled aarch64-linux gem.
     PINS = {
       "amd64" => {
         "3.3" => { suite: "trixie (13)", source: "ruby3.3", version: "3.3.8-2",
@@ -40,7 +40,15 @@ module SluiceNativeGem
         "3.1" => { suite: "bookworm (12)", source: "ruby3.1", version: "3.1.2-7+deb12u1",
                    sha256: { "ruby3.1-dev" => "ded1b9e32bd8814ded285c7c872e935183e4139dbf27b503a1176946a341f3e8",
                              "libruby3.1" => "1f5bf4b8c71389178627aae4d87e9cc3af3a926172d4c1c8470a2a0f861a2405" },
-                   runtime: { "ruby3.1" => "e0a7c23c674cb6f952530d5b4ff8d100bf0a5357cc20b2487bbbcd66e2d1648c" } }
+                   runtime: { "ruby3.1" => "e0a7c23c674cb6f952530d5b4ff8d100bf0a5357cc20b2487bbbcd66e2d1648c" } },
+        "3.3" => { suite: "trixie (13)", source: "ruby3.3", version: "3.3.8-2",
+                   sha256: { "ruby3.3-dev" => "a6b6e288035c52d4e1f5485790977a6c112937d8694fd417a9a642163f55bee3",
+                             "libruby3.3" => "f6a27358f72f41df6156208742d7466e1f408c6dbb52730bde9638e1befa7862" },
+                   runtime: { "ruby3.3" => "a9f2660cd68c3bd72dff9136148e42f0653bbc93fbef775fec52ea778aa3b009" } },
+        "3.4" => { suite: "experimental", source: "ruby3.4", version: "3.4.11-1~exp1",
+                   sha256: { "ruby3.4-dev" => "833f6df5e57dbafd57409f6065f844b06d03cce1fabcbfb6e69979630627a616",
+                             "libruby3.4" => "912703a938caa77fb1b712a8a50570110be9fc67d37b86b44257e66007d67fe8" },
+                   runtime: { "ruby3.4" => "555fa714b5240c6cd4ef7f0c044e2b89ff6b6a488540e02d89e4b0ceeeb9e828" } }
       }
     }.freeze
     DONE = ".sluice-unpacked" # written last: a directory without it is not one
