@@ -7,6 +7,7 @@ require "rbconfig"
 require "rubygems/package"
 require "rubygems/package_task"
 
+require_relative "native/platform"
 require_relative "native/target_ruby"
 
 # The gems (rake-compiler's convention: `rake gem`, `rake native gem`):
@@ -14,6 +15,7 @@ require_relative "native/target_ruby"
 #   rake native  pkg/sluice-VERSION-PLATFORM.gem, precompiled for this platform: one extension per
 #                Ruby minor (this Ruby's and each one pinned in rakelib/native/debian_ruby.rb, all
 #                compiled here); installs with no compiler, no pkg-config and no librdkafka
+#   SLUICE_NATIVE_PLATFORM=aarch64-linux rake native  the same for aarch64, cross-compiled here
 module SluiceNativeGem
   ROOT = File.expand_path("..", __dir__)
   SOURCE_SPEC = Gem::Specification.load(File.join(ROOT, "sluice.gemspec"))
@@ -30,20 +32,23 @@ module SluiceNativeGem
   module_function
 
   # @return [String] the path of the platform gem
-  def build
-    extensions = TargetRuby.all.to_h do |ruby|
-      puts "sluice: the extension for #{ruby.label}"
-      [ruby.minor, checked(compile(ruby))]
+  def build(platform = Platform.current)
+    extensions = TargetRuby.all(platform).to_h do |ruby|
+      puts "sluice: the extension for #{ruby.label}, #{platform.name}"
+      [ruby.minor, checked(compile(ruby, platform), platform)]
     end
-    package(extensions)
+    package(extensions, platform)
   end
 
-  def checked(extension)
+  def checked(extension, platform)
     needed = needed_libraries(extension)
     leaked = needed.grep_v(ALLOWED_NEEDED)
     raise "#{extension} would load #{leaked.join(", ")}: a precompiled gem must not (needs: #{needed.join(", ")})" if leaked.any?
 
-    puts "sluice: #{extension} loads only #{needed.join(", ")}"
+    machine = elf_machine(extension)
+    raise "#{extension} is for #{machine}, not #{platform.name} (#{platform.machine})" if platform.machine && machine != platform.machine
+
+    puts "sluice: #{extension} (#{machine}) loads only #{needed.join(", ")}"
     extension
   end
 
@@ -51,15 +56,15 @@ module SluiceNativeGem
   # checkout's lib/sluice/sluice_ext.so (the development build) is left
   # alone. librdkafka's build does not depend on the Ruby: the first
   # extconf.rb builds it into the cache, the others use it.
-  def compile(ruby)
-    dir = File.join(ROOT, "tmp", "native", Gem::Platform.local.to_s, ruby.minor)
+  def compile(ruby, platform)
+    dir = File.join(ROOT, "tmp", "native", platform.name, ruby.minor)
     FileUtils.rm_rf(dir)
     FileUtils.mkdir_p(dir)
     Dir.chdir(dir) do
-      run(BUILD_ENV, *ruby.extconf_command(File.join(ROOT, "ext", "sluice", "extconf.rb"), dir))
+      run(BUILD_ENV.merge(platform.build_env), *ruby.extconf_command(File.join(ROOT, "ext", "sluice", "extconf.rb"), dir))
       run({}, "make", "-j#{Etc.nprocessors}")
       # Debug sections are most of its size (19 MB -> 9 MB); symbols stay for backtraces.
-      run({}, "strip", "--strip-debug", "sluice_ext.#{RbConfig::CONFIG["DLEXT"]}")
+      run({}, platform.tool("strip"), "--strip-debug", "sluice_ext.#{RbConfig::CONFIG["DLEXT"]}")
     end
     File.join(dir, "sluice_ext.#{RbConfig::CONFIG["DLEXT"]}")
   end
@@ -77,13 +82,21 @@ module SluiceNativeGem
     output.scan(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/).flatten
   end
 
+  # readelf reads any architecture's ELF header: "AArch64", "Advanced Micro Devices X86-64".
+  def elf_machine(extension)
+    output, status = Open3.capture2("readelf", "-h", extension)
+    raise "readelf -h #{extension} failed" unless status.success?
+
+    output[/^\s*Machine:\s*(.+)$/, 1].strip
+  end
+
   # The platform gem: the Ruby code, the sluice command, README, LICENSE, CHANGELOG and each
   # extension under lib/sluice/<ruby minor>/ (where lib/sluice.rb looks); no C sources, no
   # extconf.rb, no mini_portile2 dependency.
   # @param extensions [Hash{String => String}] Ruby minor => its extension
-  def package(extensions)
+  def package(extensions, platform)
     binaries = extensions.to_h { |minor, extension| ["lib/sluice/#{minor}/#{File.basename(extension)}", extension] }
-    spec = platform_spec(extensions.keys, binaries.keys)
+    spec = platform_spec(extensions.keys, binaries.keys, platform)
     stage = File.join(ROOT, "tmp", "native", "stage")
     FileUtils.rm_rf(stage)
     spec.files.each do |file|
@@ -102,11 +115,11 @@ module SluiceNativeGem
   # a minor in between without an extension (RubyGems cannot express "not
   # 3.2") is refused by lib/sluice.rb with a LoadError that names the ones
   # carried and the source gem; the description names them too.
-  def platform_spec(minors, binaries)
+  def platform_spec(minors, binaries, platform)
     SOURCE_SPEC.dup.tap do |spec|
-      spec.platform = Gem::Platform.local
+      spec.platform = platform.gem_platform
       spec.required_ruby_version = [">= #{minors.first}", "< #{minors.last.succ}.dev"]
-      spec.description = "#{spec.description} Precompiled for #{Gem::Platform.local}#{glibc} and Ruby " \
+      spec.description = "#{spec.description} Precompiled for #{platform.name}#{glibc} and Ruby " \
                          "#{minors.join(", ")}; any other Ruby: gem install sluice --platform ruby."
       spec.extensions = []
       spec.dependencies.delete_if { |dependency| dependency.name == "mini_portile2" }
@@ -116,6 +129,7 @@ module SluiceNativeGem
   end
 
   # The glibc the extensions were linked against, the oldest they load with: " (glibc 2.36+)"; "" elsewhere.
+  # A cross toolchain's C library is this release's too (Debian 12's libc6-arm64-cross: 2.36).
   def glibc
     return "" unless defined?(Etc::CS_GNU_LIBC_VERSION)
 
@@ -125,7 +139,8 @@ end
 
 Gem::PackageTask.new(SluiceNativeGem::SOURCE_SPEC) { |package| package.need_tar = false }
 
-desc "Build pkg/sluice-VERSION-PLATFORM.gem: precompiled for this platform and each Ruby minor pinned (SLUICE_NATIVE_RUBIES), librdkafka linked in"
+desc "Build pkg/sluice-VERSION-PLATFORM.gem: precompiled for this platform (or SLUICE_NATIVE_PLATFORM=aarch64-linux, " \
+     "cross-compiled) and each Ruby minor pinned (SLUICE_NATIVE_RUBIES), librdkafka linked in"
 task :native do
   SluiceNativeGem.build
 end

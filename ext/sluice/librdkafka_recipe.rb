@@ -43,19 +43,20 @@ module SluiceBuild
 
     # @param cache_root [String] where builds and downloaded archives are kept
     # @param archive_dirs [Array<String>] where to look for archives before downloading
-    def initialize(cache_root:, archive_dirs: [], log: $stdout)
+    def initialize(cache_root:, archive_dirs: [], log: $stdout, target: Target.current)
       @cache_root = cache_root
       @archive_dirs = archive_dirs
       @log = log
+      @target = target
     end
 
     # @return [Result]
     # @raise [Error] with what to do about it
     def build
       configure_options # refuses an unknown GSSAPI setting before anything is downloaded or built
-      dependencies = Dependencies.new(cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log)
-      own = CachedBuild.new(PIN, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: steps, keep: KEEP,
-                                 needs: NEEDS, env: dependencies.configure_env, patches: PATCHES, key: [ENV.fetch("CFLAGS", "")])
+      dependencies = Dependencies.new(cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, target: @target)
+      own = CachedBuild.new(PIN, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: steps, keep: KEEP, needs: NEEDS,
+                                 env: dependencies.configure_env.merge(@target.tools_env), patches: PATCHES, key: [ENV.fetch("CFLAGS", "")])
       [own, *dependencies.builds].each(&:archive) # every archive at hand before any build starts
       dependencies.builds.each(&:build)
       result(own.build, dependencies)
@@ -68,14 +69,21 @@ module SluiceBuild
       CONFIGURE + GSSAPI.fetch(setting) { raise Error, "#{GSSAPI_ENV}=#{setting}: expected 0 (without GSSAPI) or 1 (with it)" }
     end
 
-    # mklove (not autoconf): no --host; only the C library is built and installed.
+    # mklove (not autoconf): --host is only noted; the compiler (--cc) and
+    # --arch are what a cross build needs. Only the C library is built and installed.
     def steps
       {
-        configure: [["./configure", "--prefix={prefix}", *configure_options]],
+        configure: [["./configure", "--prefix={prefix}", *configure_options, *cross_options]],
         compile: [%w[{make} -C src -j{jobs}]],
         install: [%w[{make} -C src install], %w[cp Makefile.config {prefix}/sluice-Makefile.config],
                   %w[cp config.log {prefix}/sluice-config.log]]
       }
+    end
+
+    def cross_options
+      return [] unless @target.cross?
+
+      ["--host=#{@target.triplet}", "--cc=#{@target.tool("gcc")}", "--cxx=#{@target.tool("g++")}", "--arch=#{@target.cpu}"]
     end
 
     # What to link: librdkafka.a, then its dependencies as its configure

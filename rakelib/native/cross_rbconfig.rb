@@ -19,10 +19,15 @@ module SluiceNativeGem
   #   glibc than this machine's (Debian 13's: 2.38), so no test program
   #   would link; the extension itself names no libruby (SLUICE_NO_LIBRUBY),
   #   and the checks then test what the extension can use: this libc.
+  # - CROSS_COMPILING, for another architecture only (the aarch64-linux gem):
+  #   mkmf then never runs a test program (try_constant compiles a binary
+  #   search instead), since one built for that machine cannot run here.
   class CrossRbconfig
-    def initialize(rbconfig, version)
+    # @param cross_compiling [String, nil] the target's platform when it is another architecture
+    def initialize(rbconfig, version, cross_compiling: nil)
       @rbconfig = rbconfig
       @version = version
+      @cross_compiling = cross_compiling
     end
 
     # @return [String] the file written
@@ -34,7 +39,7 @@ module SluiceNativeGem
     private
 
     def source
-      <<~RUBY
+      <<~RUBY + cross_compiling
         # frozen_string_literal: true
         # Written by rake native (rakelib/native/cross_rbconfig.rb): mkmf sees Ruby #{@version}'s RbConfig.
         begin
@@ -50,6 +55,17 @@ module SluiceNativeGem
         Object.send(:remove_const, :RUBY_VERSION)
         Object.const_set(:RUBY_VERSION, host_version)
         %w[LIBRUBYARG LIBRUBYARG_SHARED LIBRUBYARG_STATIC].each { |name| RbConfig::CONFIG[name] = RbConfig::MAKEFILE_CONFIG[name] = "" }
+      RUBY
+    end
+
+    # After rbconfig.rb, which keeps a CROSS_COMPILING already defined (this
+    # Ruby's, nil), and before mkmf, which reads it.
+    def cross_compiling
+      return "" unless @cross_compiling
+
+      <<~RUBY
+        Object.send(:remove_const, :CROSS_COMPILING) if defined?(CROSS_COMPILING)
+        Object.const_set(:CROSS_COMPILING, #{@cross_compiling.inspect})
       RUBY
     end
   end

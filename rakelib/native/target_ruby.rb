@@ -23,8 +23,10 @@ module SluiceNativeGem
     # (DebianRuby): this machine's Ruby runs extconf.rb with that RbConfig
     # (CrossRbconfig), and the Makefile's $(RUBY) stays this one (--ruby).
     class Cross
-      def initialize(debian_ruby)
+      # @param platform [Platform] a cross platform: mkmf is told it cross-compiles
+      def initialize(debian_ruby, platform)
         @debian_ruby = debian_ruby
+        @platform = platform
       end
 
       def minor = @debian_ruby.minor
@@ -32,23 +34,27 @@ module SluiceNativeGem
       def label = @debian_ruby.label
 
       def extconf_command(extconf, dir)
-        fake = CrossRbconfig.new(@debian_ruby.rbconfig, @debian_ruby.version).write(File.join(dir, "cross_rbconfig.rb"))
+        cross_compiling = @platform.name if @platform.cross?
+        fake = CrossRbconfig.new(@debian_ruby.rbconfig, @debian_ruby.version, cross_compiling: cross_compiling)
+                            .write(File.join(dir, "cross_rbconfig.rb"))
         [RbConfig.ruby, "-r", fake, extconf, "--ruby=#{RbConfig.ruby}"]
       end
     end
 
     RUBIES_ENV = "SLUICE_NATIVE_RUBIES" # "3.1,3.3": only these (default: this Ruby and every pinned one)
 
+    # @param platform [Platform] for a cross platform, every Ruby is a Cross one (this Ruby runs only here)
     # @return [Array<Host, Cross>] in version order
-    def self.all
-      host = Host.new
+    def self.all(platform)
+      host = Host.new unless platform.cross?
+      pinned = DebianRuby.minors(platform.debian_arch)
       minors = ENV.fetch(RUBIES_ENV, "").split(",").map(&:strip)
-      minors = [host.minor, *DebianRuby::PINS.keys] if minors.empty?
+      minors = [host&.minor, *pinned].compact if minors.empty?
       minors.uniq.sort_by { |minor| Gem::Version.new(minor) }.map do |minor|
-        next host if minor == host.minor
-        next Cross.new(DebianRuby.new(minor)) if DebianRuby::PINS.key?(minor)
+        next host if minor == host&.minor
+        next Cross.new(DebianRuby.new(minor, arch: platform.debian_arch), platform) if pinned.include?(minor)
 
-        raise "#{RUBIES_ENV}: no headers pinned for Ruby #{minor} (#{DebianRuby::PINS.keys.join(", ")}, or this Ruby)"
+        raise "#{RUBIES_ENV}: no headers pinned for Ruby #{minor} on #{platform.name} (#{[host&.minor, *pinned].compact.join(", ")})"
       end
     end
   end

@@ -2,6 +2,7 @@
 
 require_relative "../../../lib/sluice/version"
 require_relative "cached_build"
+require_relative "target"
 
 module SluiceBuild
   # The libraries librdkafka links besides itself (zlib, zstd, OpenSSL; lz4
@@ -15,6 +16,7 @@ module SluiceBuild
     # Only what builds the static libraries, their headers and pkg-config
     # files; each its own compiler flags (the user's CFLAGS are for
     # librdkafka and the extension: OpenSSL would drop its own for them).
+    OPENSSL_OPTIONS = %w[--prefix={prefix} --libdir=lib --openssldir=/usr/lib/ssl no-shared no-module no-apps no-tests no-docs -fPIC].freeze
     BUILDS = {
       zlib: {
         title: "zlib",
@@ -26,7 +28,9 @@ module SluiceBuild
           configure: [%w[./configure --static --prefix={prefix}]],
           compile: [%w[{make} -j{jobs} libz.a]],
           install: [%w[{make} install]]
-        }
+        },
+        # Its configure takes CC, AR and RANLIB from CHOST's prefix.
+        cross: ->(target) { { env: { "CHOST" => target.triplet } } }
       },
       zstd: {
         title: "zstd",
@@ -37,7 +41,8 @@ module SluiceBuild
         steps: {
           compile: [%w[{make} -C lib -j{jobs} libzstd.a-release]],
           install: [%w[{make} -C lib install-static install-includes install-pc PREFIX={prefix}]]
-        }
+        },
+        cross: ->(target) { { env: target.tools_env } } # no configure: the Makefile takes CC and AR from the environment
       },
       # The libraries only (no openssl command, tests or manuals). Modules
       # built in (the legacy provider: ssl.providers=legacy works without a
@@ -51,11 +56,16 @@ module SluiceBuild
         needs: "a C compiler, make and perl (OpenSSL's Configure; Debian: apt-get install perl)",
         env: {},
         steps: {
-          configure: [%w[./config --prefix={prefix} --libdir=lib --openssldir=/usr/lib/ssl
-                         no-shared no-module no-apps no-tests no-docs -fPIC]],
+          configure: [["./config", *OPENSSL_OPTIONS]],
           compile: [%w[{make} -j{jobs} build_libs]],
           install: [%w[{make} install_dev]]
-        }
+        },
+        # ./config guesses the target from this machine; Configure is told it,
+        # and prefixes CC, AR and RANLIB itself (so CC is not given too).
+        cross: lambda do |target|
+          { steps: { configure: [["./Configure", target.openssl_target, "--cross-compile-prefix=#{target.tool("")}",
+                                  *OPENSSL_OPTIONS]] } }
+        end
       }
     }.freeze
     OWN_FLAGS = { "CFLAGS" => nil, "CPPFLAGS" => nil, "LDFLAGS" => nil }.freeze
@@ -64,10 +74,11 @@ module SluiceBuild
       BUILDS.to_h { |name, build| [name, Pin.new(name: name.to_s, title: build[:title], **Sluice::LIBRDKAFKA_DEPENDENCIES.fetch(name))] }
     end
 
-    def initialize(cache_root:, archive_dirs:, log:)
+    def initialize(cache_root:, archive_dirs:, log:, target: Target.current)
       @cache_root = cache_root
       @archive_dirs = archive_dirs
       @log = log
+      @target = target
     end
 
     # @return [Array<String>] "zlib 1.3.1", ...
@@ -77,8 +88,9 @@ module SluiceBuild
     def builds
       @builds ||= self.class.pins.map do |name, pin|
         build = BUILDS.fetch(name)
-        CachedBuild.new(pin, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: build[:steps],
-                             env: OWN_FLAGS.merge(build[:env]), keep: keep(build), needs: build[:needs])
+        steps, env = for_target(build)
+        CachedBuild.new(pin, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: steps,
+                             env: OWN_FLAGS.merge(env), keep: keep(build), needs: build[:needs])
       end
     end
 
@@ -104,6 +116,14 @@ module SluiceBuild
     end
 
     private
+
+    # A native build's steps and environment are exactly as they always were (its cache key too).
+    def for_target(build)
+      return build.values_at(:steps, :env) unless @target.cross?
+
+      cross = build.fetch(:cross).call(@target)
+      [build[:steps].merge(cross.fetch(:steps, {})), build[:env].merge(cross.fetch(:env, {}))]
+    end
 
     # The headers, the archives and pkg-config files; each must be there.
     def keep(build)
