@@ -88,7 +88,8 @@ end
 unless compiles
   fail_build "no working C compiler: #{RbConfig::CONFIG["CC"]} could not build a test program (mkmf.log says why). " \
              "Install one (Debian/Ubuntu: apt-get install build-essential; Alpine: apk add build-base; macOS: " \
-             "xcode-select --install), or install the precompiled gem, which compiles nothing (x86_64 Linux, glibc 2.36+, Ruby 3.1, 3.3 or 3.4)"
+             "xcode-select --install), or install the precompiled gem, which compiles nothing " \
+             "(x86_64 or aarch64 Linux, glibc 2.36+, Ruby 3.1, 3.3 or 3.4)"
 end
 
 SYSTEM_LIBRDKAFKA ? system_librdkafka : bundled_librdkafka
