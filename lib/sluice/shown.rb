@@ -3,7 +3,8 @@
 module Sluice
   # Messages, headers and batches as text for people (a log line, a matcher's
   # failure), the same on every Ruby: Hashes as Ruby 3.4 writes them
-  # ({topic: "t", "k" => v}), where 3.1-3.3 write {:topic=>"t", "k"=>v}.
+  # (`topic: "t", "k" => v` between braces), where 3.1-3.3 write
+  # `:topic=>"t", "k"=>v`.
   # A line must not change with the Ruby that wrote it.
   # @api private
   module Shown
