@@ -13,6 +13,15 @@ RSpec.describe Sluice::Native::Selector do
 
   def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
+  # `thread`, once it is inside a wait with the GVL released (status "sleep"): what the example
+  # does next then reaches a wait in progress instead of racing its start.
+  def blocked(thread)
+    deadline = monotonic + 5
+    Thread.pass until thread.status == "sleep" || !thread.alive? || monotonic > deadline
+    expect(thread.status).to eq("sleep")
+    thread
+  end
+
   # Ready tokens, sorted, over waits until `expected` were all seen (a backend
   # may report them in parts) or two seconds passed.
   def ready_tokens(expected)
@@ -84,12 +93,10 @@ RSpec.describe Sluice::Native::Selector do
   end
 
   it "ends a wait when #wakeup is called from another thread, and consumes that wake-up" do
-    waiter = Thread.new { [selector.wait(10_000), monotonic] }
-    sleep 0.1
+    waiter = blocked(Thread.new { selector.wait(10_000) })
     selector.wakeup
-    tokens, woke_at = waiter.value
-    expect(tokens).to eq([])
-    expect(woke_at - monotonic).to be < 1
+    expect(waiter.join(5)).to eq(waiter) # ended by the wake-up, not by its 10 s timeout
+    expect(waiter.value).to eq([])
     expect(selector.wait(50)).to eq([]) # the wake-up was consumed: this one times out
   end
 
@@ -109,25 +116,24 @@ RSpec.describe Sluice::Native::Selector do
       seen = selector.wait(5_000) while seen.empty?
       [seen, monotonic]
     end
-    sleep 0.1
+    blocked(waiter)
     added_at = monotonic
     selector.add(reader.fileno, 7)
     seen, seen_at = waiter.value
     expect(seen).to eq([7])
-    expect(seen_at - added_at).to be < 1
+    expect(seen_at - added_at).to be < 3 # not at the 5 s timeout
   end
 
   it "is interrupted by Thread#raise and Thread#kill, and still works afterwards" do
-    waiter = Thread.new { selector.wait(10_000) }
+    # A wait may also end early with no token (EINTR: CI once saw one end within 0.1 s), so each
+    # thread waits in a loop, which only an interrupt ends; join's 5 s bound is half one wait.
+    wait_forever = -> { loop { selector.wait(10_000) } }
+    waiter = blocked(Thread.new(&wait_forever))
     waiter.report_on_exception = false
-    sleep 0.1
-    started = monotonic
     waiter.raise(RuntimeError, "stop waiting")
-    expect { waiter.join }.to raise_error(RuntimeError, "stop waiting")
-    killed = Thread.new { selector.wait(10_000) }
-    sleep 0.1
-    killed.kill.join
-    expect(monotonic - started).to be < 2
+    expect { waiter.join(5) }.to raise_error(RuntimeError, "stop waiting")
+    killed = blocked(Thread.new(&wait_forever))
+    expect(killed.kill.join(5)).to eq(killed)
 
     reader, writer = pipe
     selector.add(reader.fileno, 3)
