@@ -255,6 +255,26 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       expect(old_client).to be_closed
     end
 
+    # produce_async reloads inside its hot path (no #reloading block): with and without a listener
+    # on message.produced_async, which takes the instrumented path.
+    [false, true].each do |listened|
+      it "reloads for produce_async too, whose handle then resolves on the new client (listened to: #{listened})" do
+        idempotent = build_producer(kafka: { "enable.idempotence": true },
+                                    reload_on_idempotent_fatal_error: true, wait_backoff_on_idempotent_fatal_error: 10)
+        produced = record_events(idempotent.monitor, "message.produced_async") if listened
+        reloads = record_events(idempotent.monitor, "producer.reloaded")
+        idempotent.produce_sync(topic: "sluice-spec-1p", payload: "before")
+        old_client = idempotent.client
+        break_idempotence(old_client, "spec: idempotence broke")
+
+        handle = idempotent.produce_async(topic: "sluice-spec-1p", payload: "after")
+        expect(handle.wait.error).to be_nil
+        expect(reloads.events.map { |e| e[:attempt] }).to eq([1])
+        expect(idempotent.client).not_to equal(old_client)
+        expect(produced.events.map { |e| e[:message][:payload] }).to eq(%w[after]) if listened
+      end
+    end
+
     it "emits producer.reload first: a listener may change the settings the new client gets; refused ones are reported and left out" do
       idempotent = build_producer(kafka: { "enable.idempotence": true, "client.id": "before" },
                                   reload_on_idempotent_fatal_error: true, wait_backoff_on_idempotent_fatal_error: 10)
