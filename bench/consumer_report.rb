@@ -203,7 +203,8 @@ module Bench
         N consumers in one fresh group (auto.offset.reset=earliest), each read by #{@opts[:runner] == :fiber ? "a fiber (Async)" : "its own Ruby thread"};
         msg/s from the first message to the #{@opts[:messages]}-th in total. The C column is ccbench
         (`../shared/tools/ccbench`: a thread per `rd_kafka_consumer_poll` consumer) in the same run, median (min-max) of
-        #{@opts[:ccbench_reps] || 1} C runs per consumer count. #{@opts[:reps]} rep(s) of the sluice cells;
+        #{@opts[:ccbench_reps] || 1} C runs per consumer count, with the prefetch settings sluice gives librdkafka by default
+        (#{sluice_prefetch.empty? ? "none on this librdkafka" : sluice_prefetch.map { |k, v| "`#{k}=#{v}`" }.join(", ")}), so both fetch alike. #{@opts[:reps]} rep(s) of the sluice cells;
         the machine is shared and noisy: compare within one run.
 
         #{matrix_table}

@@ -24,6 +24,8 @@ require "fileutils"
 require "etc"
 require_relative "environment"
 require_relative "consumer_report"
+$LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
+require "sluice" # its consumer's prefetch defaults, for ccbench (the cells load it in their own processes)
 
 module Bench
   class ConsumerRun
@@ -81,6 +83,18 @@ module Bench
     end
 
     def tuned_settings = self.class.tuned(librdkafka_version)
+
+    # The prefetch settings sluice's consumer gives librdkafka by default
+    # (Consumer::Config#kafka_pairs: a 10 ms backoff and a 15,000-message
+    # queue on 2.2+, librdkafka's own before): the matrix's ccbench runs with
+    # them, so both sides fetch alike. At librdkafka's defaults C swung
+    # 330k-2.1M msg/s on whether its 1 s backoff hit (the tuned rows show it).
+    def sluice_prefetch
+      return {} unless Gem::Version.new(librdkafka_version) >= Gem::Version.new("2.2")
+
+      { "fetch.queue.backoff.ms" => Sluice::Consumer::Config::PREFETCH_BACKOFF_MS,
+        "queued.min.messages" => Sluice::Consumer::Config::PREFETCH_MESSAGES }
+    end
 
     # Filled once (by ccbench --fill, which also reads it back) and reused while it holds enough.
     def ensure_topic
@@ -215,8 +229,9 @@ module Bench
       result
     end
 
+    # ccbench's properties: the ones given, over sluice's prefetch defaults (the matrix) or the tuned ones.
     def kafka_args(tuned)
-      (tuned ? @opts[:kafka].merge(tuned_settings) : @opts[:kafka]).flat_map { |k, v| ["-X", "#{k}=#{v}"] }
+      (tuned ? @opts[:kafka].merge(tuned_settings) : sluice_prefetch.merge(@opts[:kafka])).flat_map { |k, v| ["-X", "#{k}=#{v}"] }
     end
 
     # --- results ----------------------------------------------------------------
