@@ -13,17 +13,22 @@ module Sluice
     QUOTED_NAME = %r{\A[@$!]|[-+*/`%^&|\]<=>~@]\z}
 
     # @param data [Object]
-    # @return [String] data.inspect, but with Hashes (nested too) in Ruby 3.4's form
-    def self.call(data)
-      case data
-      when Hash then "{#{data.map { |key, value| "#{key(key)} #{call(value)}" }.join(", ")}}"
-      when Array then "[#{data.map { |item| call(item) }.join(", ")}]"
-      else data.inspect
+    # @return [String] data.inspect, but with Hashes (nested too) in Ruby 3.4's form; a Hash or Array
+    #   inside itself is `{...}` or `[...]`, as inspect writes it
+    def self.call(data, within = [])
+      return data.inspect unless data.is_a?(Hash) || data.is_a?(Array)
+      return data.is_a?(Hash) ? "{...}" : "[...]" if within.any? { |outer| outer.equal?(data) }
+
+      within += [data]
+      if data.is_a?(Hash)
+        "{#{data.map { |key, value| "#{key(key, within)} #{call(value, within)}" }.join(", ")}}"
+      else
+        "[#{data.map { |item| call(item, within) }.join(", ")}]"
       end
     end
 
-    def self.key(key)
-      return "#{call(key)} =>" unless key.is_a?(Symbol)
+    def self.key(key, within)
+      return "#{call(key, within)} =>" unless key.is_a?(Symbol)
       return "#{key.name}:" unless key.inspect.start_with?(':"') || key.name.match?(QUOTED_NAME)
 
       "#{key.name.inspect}:"

@@ -18,6 +18,16 @@ RSpec.describe Sluice::Shown do
     expect(described_class.call([data, "x", 1])).to eq([data, "x", 1].inspect)
   end
 
+  it "writes a Hash or Array inside itself as inspect does, instead of recursing forever" do
+    hash = { a: 1 }
+    hash[:self] = hash
+    list = [1]
+    list << list
+    expect(described_class.call(hash)).to eq("{a: 1, self: {...}}")
+    expect(described_class.call(list)).to eq(list.inspect)
+    expect(described_class.call({ list: list, again: list })).to eq("{list: [1, [...]], again: [1, [...]]}")
+  end
+
   it "leaves anything else to its own inspect" do
     expect(described_class.call("x\n")).to eq('"x\n"')
     expect(described_class.call(nil)).to eq("nil")
