@@ -3,17 +3,18 @@
 require "rubygems/package"
 require_relative "../../../rakelib/native/debian_ruby"
 
-# The precompiled platform gem (`rake native`): one x86_64-linux gem with an
-# extension per Ruby minor (3.1: this machine's Ruby; 3.3 and 3.4: compiled
-# here against Debian's headers of them), installed where nothing could build
-# it: bare Debian roots made with debootstrap (Packaging::BareRoot, kept in
-# ~/.cache/sluice/roots), with Ruby and no compiler, make, pkg-config,
-# librdkafka or OpenSSL headers. Debian 12 has Ruby 3.1; Debian 13 has 3.3,
-# and experimental's 3.4 (libruby3.4 and ruby3.4, pinned beside its headers)
-# is installed into the same root. Each Ruby installs the gem with `gem
-# install --local` and round-trips messages with the project's broker (the
-# roots share the host's network). Needs root (chroot, mount), debootstrap
-# and Debian's registry; runs when asked: .ci/run sets SLUICE_GEM_SPEC=1.
+# The precompiled platform gem (`rake native`, here only the x86_64-linux
+# one: SLUICE_NATIVE_PLATFORM): one gem with an extension per Ruby minor
+# (3.1: this machine's Ruby; 3.3 and 3.4: compiled here against Debian's
+# headers of them), installed where nothing could build it: bare Debian roots
+# made with debootstrap (Packaging::BareRoot, kept in ~/.cache/sluice/roots),
+# with Ruby and no compiler, make, pkg-config, librdkafka or OpenSSL headers.
+# Debian 12 has Ruby 3.1; Debian 13 has 3.3, and experimental's 3.4 (libruby3.4
+# and ruby3.4, pinned beside its headers) is installed into the same root.
+# Each Ruby installs the gem with `gem install --local` and round-trips
+# messages with the project's broker (the roots share the host's network).
+# Needs root (chroot, mount), debootstrap and Debian's registry; runs when
+# asked: .ci/run sets SLUICE_GEM_SPEC=1.
 RSpec.describe "The precompiled gem", :kafka, timeout: 900,
                                               skip: ENV["SLUICE_GEM_SPEC"] != "1" && "SLUICE_GEM_SPEC=1 builds and installs it (.ci/run)" do
   minors = %w[3.1 3.3 3.4]
@@ -43,7 +44,8 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
     skip "chroot needs root" unless Process.uid.zero?
     skip "debootstrap is not installed (bin/setup installs it)" unless system("command -v debootstrap >/dev/null")
 
-    Packaging.run({}, "rake", "native", chdir: Packaging::ROOT)
+    # Only the gem installed here: plain `rake native` cross-compiles the aarch64 one too (bin/test-aarch64's).
+    Packaging.run({ "SLUICE_NATIVE_PLATFORM" => Gem::Platform.local.to_s }, "rake", "native", chdir: Packaging::ROOT)
     @spec = Gem::Package.new(package).spec
   end
 
