@@ -12,10 +12,14 @@ require_relative "native/target_ruby"
 
 # The gems (rake-compiler's convention: `rake gem`, `rake native gem`):
 #   rake gem     pkg/sluice-VERSION.gem, the source gem: librdkafka built at install time
-#   rake native  pkg/sluice-VERSION-PLATFORM.gem, precompiled for this platform: one extension per
-#                Ruby minor (this Ruby's and each one pinned in rakelib/native/debian_ruby.rb, all
-#                compiled here); installs with no compiler, no pkg-config and no librdkafka
-#   SLUICE_NATIVE_PLATFORM=aarch64-linux rake native  the same for aarch64, cross-compiled here
+#   rake native  pkg/sluice-VERSION-x86_64-linux.gem and pkg/sluice-VERSION-aarch64-linux.gem, the
+#                precompiled gems: for this machine's platform and for aarch64, cross-compiled here
+#                (crossbuild-essential-arm64, checked for before anything is built); each with one
+#                extension per Ruby minor (this Ruby's and each one pinned in
+#                rakelib/native/debian_ruby.rb, all compiled here); installs with no compiler, no
+#                pkg-config and no librdkafka
+#   SLUICE_NATIVE_PLATFORM=x86_64-linux rake native   only that one (or aarch64-linux): the
+#                precompiled gem's spec builds only the gem it installs, bin/test-aarch64 the other
 module SluiceNativeGem
   ROOT = File.expand_path("..", __dir__)
   SOURCE_SPEC = Gem::Specification.load(File.join(ROOT, "sluice.gemspec"))
@@ -32,7 +36,7 @@ module SluiceNativeGem
   module_function
 
   # @return [String] the path of the platform gem
-  def build(platform = Platform.current)
+  def build(platform)
     extensions = TargetRuby.all(platform).to_h do |ruby|
       puts "sluice: the extension for #{ruby.label}, #{platform.name}"
       [ruby.minor, checked(compile(ruby, platform), platform)]
@@ -139,8 +143,11 @@ end
 
 Gem::PackageTask.new(SluiceNativeGem::SOURCE_SPEC) { |package| package.need_tar = false }
 
-desc "Build pkg/sluice-VERSION-PLATFORM.gem: precompiled for this platform (or SLUICE_NATIVE_PLATFORM=aarch64-linux, " \
-     "cross-compiled) and each Ruby minor pinned (SLUICE_NATIVE_RUBIES), librdkafka linked in"
+desc "Build pkg/sluice-VERSION-x86_64-linux.gem and -aarch64-linux.gem (cross-compiled): precompiled for each " \
+     "Ruby minor pinned (SLUICE_NATIVE_RUBIES), librdkafka linked in; SLUICE_NATIVE_PLATFORM=x86_64-linux " \
+     "(or aarch64-linux) builds only that one"
 task :native do
-  SluiceNativeGem.build
+  platforms = SluiceNativeGem::Platform.all
+  platforms.each(&:check_toolchain!) # both named before either is built
+  platforms.each { |platform| SluiceNativeGem.build(platform) }
 end

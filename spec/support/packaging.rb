@@ -29,7 +29,8 @@ module Packaging
 
   # A script for `ruby -e` that loads the installed gem, produces `count`
   # messages to partition 0 of `topic`, reads them back from the first one's
-  # offset, and prints one JSON line: what it loaded and what came back.
+  # offset, and prints one JSON line: what it loaded (the gem, its extension,
+  # the libruby mapped into the process) and what came back.
   def self.round_trip_script(brokers, topic, count)
     <<~RUBY
       require "json"
@@ -49,7 +50,9 @@ module Packaging
       end
       consumer.close
       extension = $LOADED_FEATURES.grep(/sluice_ext/).first
+      libruby = File.readlines("/proc/self/maps").map { |line| line.split[5] }.compact.grep(/libruby/).uniq # what the process runs
       puts JSON.generate("gem_path" => Gem.loaded_specs.fetch("sluice").full_gem_path, "loaded" => $LOADED_FEATURES.grep(/sluice/),
+                         "libruby" => libruby,
                          "extension" => extension, "ldd" => `ldd \#{extension}`, "backend" => Sluice::Native::Selector.backend,
                          "librdkafka" => Sluice.librdkafka_version, "errors" => reports.map { |report| report.error&.code }.compact,
                          "produced" => payloads.size, "read_back" => read == payloads)

@@ -3,17 +3,21 @@
 require "rubygems/package"
 require_relative "../../../rakelib/native/debian_ruby"
 
-# The precompiled platform gem (`rake native`): one x86_64-linux gem with an
-# extension per Ruby minor (3.1: this machine's Ruby; 3.3 and 3.4: compiled
-# here against Debian's headers of them), installed where nothing could build
-# it: bare Debian roots made with debootstrap (Packaging::BareRoot, kept in
-# ~/.cache/sluice/roots), with Ruby and no compiler, make, pkg-config,
-# librdkafka or OpenSSL headers. Debian 12 has Ruby 3.1; Debian 13 has 3.3,
-# and experimental's 3.4 (libruby3.4 and ruby3.4, pinned beside its headers)
-# is installed into the same root. Each Ruby installs the gem with `gem
-# install --local` and round-trips messages with the project's broker (the
-# roots share the host's network). Needs root (chroot, mount), debootstrap
-# and Debian's registry; runs when asked: .ci/run sets SLUICE_GEM_SPEC=1.
+# The precompiled platform gem (`rake native`, here only the x86_64-linux
+# one: SLUICE_NATIVE_PLATFORM): one gem with an extension per Ruby minor
+# (3.1: this machine's Ruby; 3.3 and 3.4: compiled here against Debian's
+# headers of them), installed where nothing could build it: bare Debian roots
+# made with debootstrap (Packaging::BareRoot, kept in ~/.cache/sluice/roots),
+# with Ruby and no compiler, make, pkg-config, librdkafka or OpenSSL headers.
+# Debian 12 has Ruby 3.1; Debian 13 has 3.3, and experimental's 3.4 (libruby3.4
+# and ruby3.4, pinned beside its headers) is installed into the same root.
+# Besides Debian's Rubies (libruby-3.x.so.3.x), a Ruby 3.3 built from source
+# with --enable-shared as Docker's images and RVM build it (libruby.so.3.3;
+# Packaging::SourceRuby, built once per machine), run with no compiler on
+# PATH. Each Ruby installs the gem with `gem install --local` and round-trips
+# messages with the project's broker (the roots share the host's network).
+# Needs root (chroot, mount), debootstrap and Debian's registry; runs when
+# asked: .ci/run sets SLUICE_GEM_SPEC=1.
 RSpec.describe "The precompiled gem", :kafka, timeout: 900,
                                               skip: ENV["SLUICE_GEM_SPEC"] != "1" && "SLUICE_GEM_SPEC=1 builds and installs it (.ci/run)" do
   minors = %w[3.1 3.3 3.4]
@@ -31,8 +35,8 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
     JSON.parse(root.run(ruby, "-e", script).lines.last)
   end
 
-  define_method(:expect_round_trip) do |outcome, minor|
-    expect(outcome["gem_path"]).to eq("/var/lib/gems/#{minor}.0/gems/#{@spec.full_name}")
+  define_method(:expect_round_trip) do |outcome, minor, gem_home: "/var/lib/gems/#{minor}.0"|
+    expect(outcome["gem_path"]).to eq("#{gem_home}/gems/#{@spec.full_name}")
     expect(outcome["extension"]).to eq(File.join(outcome["gem_path"], "lib", "sluice", minor, "sluice_ext.so"))
     expect(outcome["librdkafka"]).to eq(Sluice::LIBRDKAFKA.fetch(:version))
     expect(outcome["ldd"]).not_to match(/librdkafka|libssl|libcrypto|libsasl|libzstd/)
@@ -43,7 +47,8 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
     skip "chroot needs root" unless Process.uid.zero?
     skip "debootstrap is not installed (bin/setup installs it)" unless system("command -v debootstrap >/dev/null")
 
-    Packaging.run({}, "rake", "native", chdir: Packaging::ROOT)
+    # Only the gem installed here: plain `rake native` cross-compiles the aarch64 one too (bin/test-aarch64's).
+    Packaging.run({ "SLUICE_NATIVE_PLATFORM" => Gem::Platform.local.to_s }, "rake", "native", chdir: Packaging::ROOT)
     @spec = Gem::Package.new(package).spec
   end
 
@@ -114,6 +119,45 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
     it "installs in Ruby 3.3 and 3.4 where there is no compiler, and each round-trips 1,000 messages with its own extension" do
       expect(@tools).to eq([])
       @outcomes.each { |minor, outcome| expect_round_trip(outcome, minor) }
+    end
+  end
+
+  # Where the gem's first precompiled build failed ("incompatible library
+  # version": it brought Debian's libruby in beside the running one).
+  context "in Ruby 3.3 built from source with --enable-shared (libruby.so.3.3), with no compiler on PATH" do
+    before(:context) do
+      @ruby = Packaging::SourceRuby.new.prepare
+      @dir = Dir.mktmpdir("sluice-source-ruby-")
+      @gem_home = File.join(@dir, "gem_home")
+      # The Ruby's bin (ruby, gem, and no compiler: checked below) and ldd for the round trip: not
+      # /usr/bin, which holds gcc, cc and make.
+      tools = File.join(@dir, "tools")
+      FileUtils.mkdir_p(tools)
+      File.symlink("/usr/bin/ldd", File.join(tools, "ldd"))
+      @env = ["PATH=#{File.join(@ruby.prefix, "bin")}:#{tools}", "HOME=#{@dir}", "GEM_HOME=#{@gem_home}", "GEM_PATH=#{@gem_home}",
+              "LANG=C.UTF-8"]
+      @tools = in_clean_env("/bin/sh", "-c", "for tool in cc gcc make pkg-config; do command -v $tool; done; true").split
+      Packaging::INSTALL_TIMES["precompiled gem (Ruby #{Packaging::SourceRuby::VERSION} from source, --enable-shared)"] = Packaging.timed do
+        in_clean_env(@ruby.gem, "install", "--local", "--no-document", package)
+      end
+      script = Packaging.round_trip_script(TestKafka::BROKERS, "sluice-spec-gem", 1_000)
+      @outcome = JSON.parse(in_clean_env(@ruby.ruby, "-e", script).lines.last)
+    end
+
+    after(:context) { FileUtils.rm_rf(@dir) if @dir }
+
+    # Nothing of the host's environment (GEM_PATH, RUBYOPT, PATH) and nothing of the checkout.
+    define_method(:in_clean_env) { |*command| Packaging.run({}, "env", "-i", *@env, *command, chdir: @dir) }
+
+    it "is a Ruby whose ruby NEEDs upstream's libruby.so.3.3, not Debian's libruby-3.3.so.3.3" do
+      expect(@ruby.needed).to include("libruby.so.3.3")
+      expect(@ruby.needed.grep(/libruby-/)).to eq([])
+    end
+
+    it "installs the gem where no compiler is on PATH, loads its 3.3 extension into that libruby, and round-trips 1,000 messages" do
+      expect(@tools).to eq([])
+      expect_round_trip(@outcome, "3.3", gem_home: @gem_home)
+      expect(@outcome["libruby"]).to eq([File.realpath(File.join(@ruby.prefix, "lib", "libruby.so.3.3"))])
     end
   end
 end
