@@ -37,20 +37,17 @@ RSpec.describe "Native batches (#{TestKafka::MODE} mode)", :kafka do
     expect(producer.outstanding).to eq(0)
   end
 
-  it "costs less per message than produce_async one by one", timeout: 120 do
+  # Why produce_many_async is cheaper (bin/bench's produce_many_async column
+  # measures by how much): one native call, one GVL-holding loop, for the
+  # whole batch, instead of a Ruby call and a handle dispatch per message.
+  it "enqueues the whole batch in one native call" do
     producer = build_producer
-    batch = Array.new(1_000) { { topic: "sluice-spec-bench", payload: "x" * 100 } }
-    clock = -> { Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID) }
-    cpu = lambda do |&block|
-      started = clock.call
-      block.call
-      clock.call - started
-    end
-    producer.produce_many_sync(batch) # warm up topic handle and connection
-    many = Array.new(5) { cpu.call { producer.produce_many_async(batch) } }.min
-    producer.flush
-    single = Array.new(5) { cpu.call { batch.each { |m| producer.produce_async(m) } } }.min
-    producer.flush
-    expect(many).to be < single
+    client = producer.client
+    allow(client).to receive(:produce_many).and_call_original
+    allow(client).to receive(:produce).and_call_original
+    handles = producer.produce_many_async(Array.new(1_000) { { topic: "sluice-spec-many", payload: "x" } })
+    expect(client).to have_received(:produce_many).once
+    expect(client).not_to have_received(:produce)
+    expect(handles.map { |handle| handle.wait.success? }.uniq).to eq([true])
   end
 end
