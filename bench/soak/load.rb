@@ -100,21 +100,32 @@ module Soak
     SETTINGS = { "auto.offset.reset": "earliest", "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1_000,
                  "socket.timeout.ms": 5_000 }.freeze
 
-    attr_reader :seen, :duplicates
+    attr_reader :seen, :duplicates, :group, :read_up_to, :errors
 
     def initialize(sources, capacity, mode)
       @seen = sources.to_h { |source| [source.id, Bits.new(capacity)] }
       @duplicates = 0
       @latencies = []
+      @read_up_to = {} # partition => the highest offset handed out
+      @errors = Hash.new(0) # "consumer <i>: <type> <code>" => count, for the autopsy
       @lock = Mutex.new
-      group = "sluice-soak-#{SecureRandom.hex(4)}"
-      @consumers = Array.new(2) { consumer(group, mode) }
+      @group = "sluice-soak-#{SecureRandom.hex(4)}"
+      @consumers = Array.new(2) { |index| consumer(index, mode) }
     end
 
     def start(topic)
       @threads = @consumers.map do |consumer|
         consumer.subscribe(topic)
         Thread.new { consumer.each_message { |message| record(message) } }
+      end
+    end
+
+    # Which consumers hold the partition now, and whether their reading thread still runs.
+    def owners(topic, partition)
+      @consumers.each_index.filter_map do |index|
+        next unless @consumers[index].assignment.fetch(topic, []).include?(partition)
+
+        "consumer #{index}#{" (its thread ended: #{@threads[index].status.inspect})" unless @threads[index].alive?}"
       end
     end
 
@@ -130,8 +141,14 @@ module Soak
     end
 
     # Acknowledged and never read.
-    def lost(sources)
-      sources.sum { |source| (0...source.sent).count { |seq| source.acked.set?(seq) && !@seen.fetch(source.id).set?(seq) } }
+    def lost(sources) = missing(sources).size
+
+    # The payloads of what was acknowledged and never read.
+    def missing(sources)
+      sources.flat_map do |source|
+        seen = @seen.fetch(source.id)
+        (0...source.sent).filter_map { |seq| "#{source.id}:#{seq}" if source.acked.set?(seq) && !seen.set?(seq) }
+      end
     end
 
     def close
@@ -142,12 +159,17 @@ module Soak
 
     private
 
-    def consumer(group, mode)
-      Sluice::Consumer.new do |config|
-        config.kafka = { "bootstrap.servers": PROXIES, "group.id": group }.merge(SETTINGS)
+    def consumer(index, mode)
+      consumer = Sluice::Consumer.new do |config|
+        config.kafka = { "bootstrap.servers": PROXIES, "group.id": @group }.merge(SETTINGS)
         config.polling.mode = mode
         config.logger = Logger.new(nil)
       end
+      consumer.monitor.subscribe("error.occurred") do |event|
+        error = event[:error]
+        @lock.synchronize { @errors["consumer #{index}: #{event[:type]} #{error.respond_to?(:code) ? error.code : error.class}"] += 1 }
+      end
+      consumer
     end
 
     def record(message)
@@ -155,6 +177,7 @@ module Soak
       id, seq = message.payload.split(":").map { |part| Integer(part) }
       @lock.synchronize do
         @duplicates += 1 unless @seen.fetch(id).set(seq)
+        @read_up_to[message.partition] = message.offset if message.offset > @read_up_to.fetch(message.partition, -1)
         @latencies << latency
       end
     end
@@ -190,8 +213,10 @@ module Soak
       unresolved = @sources.sum { |source| source.drain(seconds) }
       @sink.catch_up(@sources, seconds)
       failed = @sources.map(&:failed).reduce({}) { |all, one| all.merge(one) { |_, a, b| a + b } }
-      { sent: sent, acked: acked, read: @sink.read, lost: @sink.lost(@sources), duplicated: @sink.duplicates,
-        failed: failed.values.sum, failed_codes: failed, unresolved: unresolved }
+      missing = @sink.missing(@sources)
+      { sent: sent, acked: acked, read: @sink.read, lost: missing.size, duplicated: @sink.duplicates,
+        failed: failed.values.sum, failed_codes: failed, unresolved: unresolved, consumer_errors: @sink.errors.dup,
+        lost_messages: missing.empty? ? [] : Autopsy.new(@topic, @sink.group, DIRECT).call(missing, @sink) }
     end
 
     def close

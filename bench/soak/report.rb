@@ -28,7 +28,8 @@ module Soak
     def finish(totals, final)
       puts "#{format_row(final.merge(minute: "end"))}  (after the drain)"
       verdicts = check(totals, final)
-      puts "soak totals: #{totals.map { |name, value| "#{name} #{value}" }.join(", ")}"
+      puts "soak totals: #{totals.except(:lost_messages).map { |name, value| "#{name} #{value}" }.join(", ")}"
+      totals[:lost_messages].each { |lost| puts "soak lost: #{lost.map { |name, value| "#{name} #{value.inspect}" }.join(", ")}" }
       verdicts.each { |verdict| puts "soak #{verdict[:ok] ? "ok" : "FAILED"}: #{verdict[:text]}" }
       write(totals, final, verdicts)
       verdicts.all? { |verdict| verdict[:ok] }
