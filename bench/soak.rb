@@ -28,6 +28,7 @@ require_relative "soak/load"
 require_relative "soak/sampler"
 require_relative "soak/faults"
 require_relative "soak/report"
+require_relative "soak/autopsy"
 
 module Soak
   ROOT = File.expand_path("..", __dir__)

@@ -147,16 +147,15 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
 
     handles = busy.produce_many_async(Array.new(5_000) { |i| { topic: topic, payload: "busy #{i}" } })
     pop_within(dispatching, what: "the busy producer's first report")
-    started = monotonic
     report = bystander.produce_sync(topic: topic, payload: "bystander")
-    bystander_wait = monotonic - started
     # Listeners not run yet when the bystander got its report (a handle is
     # resolved by the drain in C, before its listeners run: pending? says less).
     busy_left = 5_000 - acknowledged
 
     expect(report.error).to be_nil
     expect(handles.map { |handle| handle.wait.error }.uniq).to eq([nil])
-    expect(bystander_wait).to be < 0.1
+    # Served while the busy producer still had reports to hand out: its turn
+    # was cut at max_time (a wall-clock bound here would measure the machine).
     expect(busy_left).to be > 0
   end
 
@@ -224,13 +223,10 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
 
       slow.produce_async(topic: topic, payload: "slow")
       pop_within(listener_started, what: "the slow listener")
-      started = monotonic
       report = fast.produce_sync(topic: topic, payload: "fast")
-      elapsed = monotonic - started
 
       expect(report.error).to be_nil
       expect(listener_finished).to be_empty # delivered while P1 was still stuck in the listener
-      expect(elapsed).to be < 0.25
       pop_within(listener_finished, what: "the slow listener's end")
     end
   end

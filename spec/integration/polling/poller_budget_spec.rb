@@ -27,7 +27,7 @@ RSpec.describe "Polling budgets and fault isolation", :kafka do
   # 100 ms. A turn may overrun max_time by one dispatched item, so B waits at
   # most about two turns.
   describe "polling.fd.max_time", skip: fd_only do
-    it "bounds a slow subscriber's turn, so another producer's produce_sync waits at most about 2 x max_time" do
+    it "bounds a slow subscriber's turn, so another producer's produce_sync waits about 2 x max_time, not the backlog" do
       poller = Sluice::Polling::Poller.new
       slow = fd_producer(poller: poller) { |config| config.polling.fd.max_time = 100 }
       other = fd_producer(poller: poller) { |config| config.polling.fd.max_time = 100 }
@@ -51,8 +51,11 @@ RSpec.describe "Polling budgets and fault isolation", :kafka do
       slow.monitor.unsubscribe(listener)
 
       expect(acknowledged_meanwhile).to be < 60 # the slow subscriber was busy all along
-      expect(latencies.sort[2]).to be <= 0.25, "latencies: #{latencies.map { |l| l.round(3) }}" # the median
-      expect(latencies.max).to be <= 0.35, "latencies: #{latencies.map { |l| l.round(3) }}"
+      # About 2 x max_time on a quiet machine (0.1-0.2 s); the bounds leave
+      # room for a loaded one (CI runs roots side by side) and still fail
+      # without the budget, where the first call waits out the backlog (~3 s).
+      expect(latencies.sort[2]).to be <= 0.5, "latencies: #{latencies.map { |l| l.round(3) }}" # the median
+      expect(latencies.max).to be <= 1.0, "latencies: #{latencies.map { |l| l.round(3) }}"
       expect(handles.map { |handle| handle.wait.error }.uniq).to eq([nil])
     end
   end
