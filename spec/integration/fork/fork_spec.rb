@@ -103,10 +103,12 @@ RSpec.describe "Producers and forked processes", :kafka do
 
     it "lets the child close it and exit at once (at exit too), while the parent reads on" do
       expect(outcome["child"]).to include("closed" => true)
-      expect(outcome["child"]["close_seconds"]).to be < 0.5
+      # Waiting for the parent's reader would take max_wait_timeout (10 s);
+      # half of it leaves room for a loaded machine (at once: ~0.01 s).
+      expect(outcome["child"]["close_seconds"]).to be < 5
       expect(outcome["child_exit"]).to eq(0)
       expect(outcome["at_exit_child_exit"]).to eq(0)
-      expect(outcome["at_exit_child_seconds"]).to be < 2 # not max_wait_timeout (10 s) for the parent's reader
+      expect(outcome["at_exit_child_seconds"]).to be < 5 # not max_wait_timeout (10 s) for the parent's reader
       expect(outcome["parent_reads"]).to be(true)
     end
   end
