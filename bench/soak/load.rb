@@ -108,16 +108,24 @@ module Soak
       @latencies = []
       @read_up_to = {} # partition => the highest offset handed out
       @errors = Hash.new(0) # "consumer <i>: <type> <code>" => count, for the autopsy
+      @last_read_at = {} # consumer index => when it last handed out a message
       @lock = Mutex.new
       @group = "sluice-soak-#{SecureRandom.hex(4)}"
       @consumers = Array.new(2) { |index| consumer(index, mode) }
     end
 
     def start(topic)
-      @threads = @consumers.map do |consumer|
-        consumer.subscribe(topic)
-        Thread.new { consumer.each_message { |message| record(message) } }
-      end
+      @consumers.each { |consumer| consumer.subscribe(topic) }
+      read_on
+    end
+
+    # Ends each consumer's read and starts another: a new read drains the
+    # queue before it waits, so what a reader waiting for a wake-up that
+    # never came had left unread is read now (the autopsy's test of that).
+    def restart_readers
+      @consumers.each(&:stop)
+      @threads.each(&:join)
+      read_on
     end
 
     # Which consumers hold the partition now, and whether their reading thread still runs.
@@ -125,7 +133,8 @@ module Soak
       @consumers.each_index.filter_map do |index|
         next unless @consumers[index].assignment.fetch(topic, []).include?(partition)
 
-        "consumer #{index}#{" (its thread ended: #{@threads[index].status.inspect})" unless @threads[index].alive?}"
+        idle = @last_read_at[index] && (Process.clock_gettime(Process::CLOCK_MONOTONIC) - @last_read_at[index]).round(1)
+        "consumer #{index} (last message: #{idle ? "#{idle} s ago" : "never"}#{"; its thread ended" unless @threads[index].alive?})"
       end
     end
 
@@ -159,6 +168,12 @@ module Soak
 
     private
 
+    def read_on
+      @threads = @consumers.each_with_index.map do |consumer, index|
+        Thread.new { consumer.each_message { |message| record(message, index) } }
+      end
+    end
+
     def consumer(index, mode)
       consumer = Sluice::Consumer.new do |config|
         config.kafka = { "bootstrap.servers": PROXIES, "group.id": @group }.merge(SETTINGS)
@@ -172,12 +187,13 @@ module Soak
       consumer
     end
 
-    def record(message)
+    def record(message, index)
       latency = Process.clock_gettime(Process::CLOCK_MONOTONIC) - Float(message.headers.fetch("sent"))
       id, seq = message.payload.split(":").map { |part| Integer(part) }
       @lock.synchronize do
         @duplicates += 1 unless @seen.fetch(id).set(seq)
         @read_up_to[message.partition] = message.offset if message.offset > @read_up_to.fetch(message.partition, -1)
+        @last_read_at[index] = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         @latencies << latency
       end
     end
@@ -214,9 +230,19 @@ module Soak
       @sink.catch_up(@sources, seconds)
       failed = @sources.map(&:failed).reduce({}) { |all, one| all.merge(one) { |_, a, b| a + b } }
       missing = @sink.missing(@sources)
+      autopsy = missing.empty? ? [] : Autopsy.new(@topic, @sink.group, DIRECT).call(missing, @sink)
       { sent: sent, acked: acked, read: @sink.read, lost: missing.size, duplicated: @sink.duplicates,
         failed: failed.values.sum, failed_codes: failed, unresolved: unresolved, consumer_errors: @sink.errors.dup,
-        lost_messages: missing.empty? ? [] : Autopsy.new(@topic, @sink.group, DIRECT).call(missing, @sink) }
+        lost_messages: autopsy, read_after_restart: missing.empty? ? 0 : read_after_restart(missing.size) }
+    end
+
+    # Messages still missing after the drain: are they read once the readers
+    # start again (they waited for a wake-up that never came), or never?
+    # @return [Integer] how many of them were read then
+    def read_after_restart(missing)
+      @sink.restart_readers
+      @sink.catch_up(@sources, 15)
+      missing - @sink.lost(@sources)
     end
 
     def close
