@@ -23,17 +23,26 @@ module Soak
 
     # @param missing [Array<String>] payloads ("<id>:<seq>") acknowledged and never read
     # @param sink [Sink] the group's consumers
+    # @param sources [Array<Source>] the producers (where their reports placed each message)
     # @return [Array<Hash>] what was found of each (at most LIMIT)
-    def call(missing, sink)
+    def call(missing, sink, sources)
       wanted = missing.first(LIMIT).to_set
+      reported = wanted.to_h do |payload|
+        id, seq = payload.split(":").map { |part| Integer(part) }
+        [payload, sources.fetch(id).placed[seq]]
+      end
       admin = Sluice::Admin.new do |config|
         config.kafka = { "bootstrap.servers": @direct }
         config.logger = Logger.new(nil)
       end
       committed = admin.committed_offsets(@group).fetch(@topic, {})
-      highs = admin.describe_topic(@topic)[:partitions].to_h { |p| [p[:partition], admin.watermark_offsets(@topic, p[:partition]).last] }
-      found = scan(wanted, highs)
-      wanted.map { |payload| describe(payload, found[payload], committed, sink) }
+      marks = admin.describe_topic(@topic)[:partitions].to_h { |p| [p[:partition], admin.watermark_offsets(@topic, p[:partition])] }
+      found, at_reported = scan(wanted, reported.values.to_set, marks.transform_values(&:last))
+      wanted.map do |payload|
+        place = reported.fetch(payload)
+        describe(payload, found[payload], committed, sink)
+          .merge(reported: place.join("@"), at_reported: at_reported[place], log: marks[place.first]&.join(".."))
+      end
     ensure
       admin&.close
     end
@@ -49,8 +58,9 @@ module Soak
         owners: sink.owners(@topic, partition), verdict: verdict }
     end
 
-    # { payload => [partition, offset] } for the wanted payloads found.
-    def scan(wanted, highs)
+    # { payload => [partition, offset] } for the wanted payloads found, and
+    # { [partition, offset] => payload } for the places asked about.
+    def scan(wanted, places, highs)
       consumer = Sluice::Consumer.new do |config|
         config.kafka = { "bootstrap.servers": @direct, "group.id": "sluice-soak-autopsy-#{SecureRandom.hex(4)}",
                          "enable.auto.commit": false }
@@ -59,14 +69,16 @@ module Soak
       left = highs.select { |_, high| high.positive? }
       consumer.assign(@topic => left.keys.to_h { |partition| [partition, 0] })
       found = {}
+      at = {}
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + SCAN_SECONDS
       until left.empty? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
         next unless (message = consumer.poll(500))
 
         found[message.payload] = [message.partition, message.offset] if wanted.include?(message.payload)
+        at[[message.partition, message.offset]] = message.payload if places.include?([message.partition, message.offset])
         left.delete(message.partition) if message.offset + 1 >= left.fetch(message.partition, Float::INFINITY)
       end
-      found
+      [found, at]
     ensure
       consumer&.close(timeout: 10_000)
     end

@@ -25,6 +25,21 @@ module Soak
     def set?(index) = @bytes.getbyte(index / 8).anybits?(1 << (index % 8))
   end
 
+  # Where each acknowledged message was placed (partition and offset, as
+  # its delivery report said), in a String allocated once, like Bits.
+  class Placements
+    UNKNOWN = [-1, -1].pack("l<l<").freeze
+
+    def initialize(size)
+      @bytes = UNKNOWN * size
+    end
+
+    def set(index, partition, offset) = @bytes[index * 8, 8] = [partition, offset].pack("l<l<")
+
+    # @return [Array(Integer, Integer)] partition and offset (-1: no report, or none given)
+    def [](index) = @bytes[index * 8, 8].unpack("l<l<")
+  end
+
   # One idempotent producer sending "<id>:<seq>" at a fixed rate from its own
   # thread, the send time in a header; a second thread takes the handles in
   # order and records each report, so only the messages in flight are held.
@@ -32,12 +47,13 @@ module Soak
     KEYS = 16
     TIMEOUTS = { "socket.timeout.ms": 5_000, "message.timeout.ms": 120_000 }.freeze
 
-    attr_reader :id, :acked, :sent, :failed
+    attr_reader :id, :acked, :placed, :sent, :failed
 
     def initialize(id, per_second, capacity, mode)
       @id = id
       @per_second = per_second
       @acked = Bits.new(capacity)
+      @placed = Placements.new(capacity)
       @sent = 0
       @failed = Hash.new(0)
       @handles = Queue.new
@@ -87,7 +103,10 @@ module Soak
       while (item = @handles.pop)
         seq, handle = item
         report = handle.wait(max_wait_timeout: 300_000, raise_response_error: false)
-        report.success? ? @acked.set(seq) : @failed[report.error.code] += 1
+        next @failed[report.error.code] += 1 unless report.success?
+
+        @acked.set(seq)
+        @placed.set(seq, report.partition || -1, report.offset || -1)
       end
     end
 
@@ -230,7 +249,7 @@ module Soak
       @sink.catch_up(@sources, seconds)
       failed = @sources.map(&:failed).reduce({}) { |all, one| all.merge(one) { |_, a, b| a + b } }
       missing = @sink.missing(@sources)
-      autopsy = missing.empty? ? [] : Autopsy.new(@topic, @sink.group, DIRECT).call(missing, @sink)
+      autopsy = missing.empty? ? [] : Autopsy.new(@topic, @sink.group, DIRECT).call(missing, @sink, @sources)
       { sent: sent, acked: acked, read: @sink.read, lost: missing.size, duplicated: @sink.duplicates,
         failed: failed.values.sum, failed_codes: failed, unresolved: unresolved, consumer_errors: @sink.errors.dup,
         lost_messages: autopsy, read_after_restart: missing.empty? ? 0 : read_after_restart(missing.size) }
