@@ -62,6 +62,7 @@ module Soak
         config.kafka = { "bootstrap.servers": PROXIES, "enable.idempotence": true, "linger.ms": 5 }.merge(TIMEOUTS)
         config.polling.mode = mode
         config.logger = Logger.new(nil)
+        debug(config, ENV.fetch("SOAK_PRODUCER_DEBUG", nil))
       end
     end
 
@@ -97,6 +98,15 @@ module Soak
                                        headers: { "sent" => now.to_s })
       @handles << [@sent, handle]
       @sent += 1
+    end
+
+    # SOAK_PRODUCER_DEBUG=eos,protocol (librdkafka's debug contexts): each
+    # producer's librdkafka log in tmp/soak-producer-<id>.log.
+    def debug(config, contexts)
+      return unless contexts
+
+      config.kafka = config.kafka.merge(debug: contexts)
+      config.logger = Logger.new(File.join(ROOT, "tmp", "soak-producer-#{@id}.log"))
     end
 
     def check_reports
