@@ -90,11 +90,11 @@ module SluiceCommand
   def start_sluice(*args, env: {}) = Running.new(args, env)
 
   # Topics of their own for an example group, made up front, deleted after.
-  def self.create_topics(partitions_by_name)
-    admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": TestKafka::BROKERS } }
+  def self.create_topics(partitions_by_name, config: {})
+    admin = Sluice::Admin.new { |settings| settings.kafka = { "bootstrap.servers": TestKafka::BROKERS } }
     partitions_by_name.to_h do |name, partitions|
       topic = "sluice-cli-#{name}-#{SecureRandom.hex(4)}"
-      admin.create_topic(topic, partitions: partitions)
+      admin.create_topic(topic, partitions: partitions, config: config)
       [name, topic]
     end
   ensure

@@ -7,7 +7,7 @@ require "json"
 RSpec.describe "sluice", :kafka, timeout: 120 do
   include SluiceCommand
 
-  before(:all) { @topics = SluiceCommand.create_topics(signals: 1, bench: 1) }
+  before(:all) { @topics = SluiceCommand.create_topics({ signals: 1, bench: 1 }) }
   after(:all) { SluiceCommand.delete_topics(@topics.values) if @topics }
 
   let(:admin) { Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": TestKafka::BROKERS } } }

@@ -12,7 +12,10 @@ RSpec.describe "sluice lag and reset", :kafka, timeout: 120 do
   t0 = Time.utc(2024, 1, 1)
 
   before(:all) do
-    @topics = SluiceCommand.create_topics(offsets: 2, members: 1)
+    # The messages carry 2024 timestamps: under the broker's default
+    # retention (7 days) its next retention check (every 5 minutes) deletes
+    # them, and earliest and time lookups then answer the end.
+    @topics = SluiceCommand.create_topics({ offsets: 2, members: 1 }, config: { "retention.ms" => "-1" })
     producer = Sluice::Producer.new { |config| config.kafka = { "bootstrap.servers": TestKafka::BROKERS } }
     messages = { 0 => 10, 1 => 6 }.flat_map do |partition, count|
       Array.new(count) { |i| { topic: @topics[:offsets], partition: partition, payload: "p#{partition}-#{i}", timestamp: t0 + i } }

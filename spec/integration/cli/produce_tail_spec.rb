@@ -6,7 +6,7 @@ require "json"
 RSpec.describe "sluice produce and tail", :kafka, timeout: 120 do
   include SluiceCommand
 
-  before(:all) { @topics = SluiceCommand.create_topics(lines: 1, keys: 1, json: 1, tail: 1, spread: 3, empty: 2, failing: 1) }
+  before(:all) { @topics = SluiceCommand.create_topics({ lines: 1, keys: 1, json: 1, tail: 1, spread: 3, empty: 2, failing: 1 }) }
   after(:all) { SluiceCommand.delete_topics(@topics.values) if @topics }
 
   def topic(name) = @topics.fetch(name)
