@@ -23,15 +23,16 @@ require_relative "native/target_ruby"
 module SluiceNativeGem
   ROOT = File.expand_path("..", __dir__)
   SOURCE_SPEC = Gem::Specification.load(File.join(ROOT, "sluice.gemspec"))
-  # The libraries a precompiled extension may still load: the C library's.
+  # The libraries a precompiled extension may still load: the C library's
+  # (libresolv, glibc's resolver, for Kerberos to find a realm's KDCs).
   # Anything else (libssl, libsasl2, libzstd...) would have to be installed by
   # the user, which is what the precompiled gem is for not needing; and a
   # libruby by name would refuse every Ruby whose libruby is named otherwise
   # or that has none (ruby-build, RVM and Docker images build them so).
-  ALLOWED_NEEDED = /\A(libc|libm|libpthread|libdl|librt|ld-linux[-\w]*)\.so/
-  # Cyrus SASL (GSSAPI) links dynamically: left out; the source gem builds it
-  # in where it is installed. No libruby: the running Ruby has its symbols.
-  BUILD_ENV = { "SLUICE_LIBRDKAFKA_GSSAPI" => "0", "SLUICE_NO_LIBRUBY" => "1" }.freeze
+  ALLOWED_NEEDED = /\A(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[-\w]*)\.so/
+  # GSSAPI with MIT Kerberos and Cyrus SASL built from their pinned sources
+  # and linked in. No libruby: the running Ruby has its symbols.
+  BUILD_ENV = { "SLUICE_LIBRDKAFKA_GSSAPI" => "static", "SLUICE_NO_LIBRUBY" => "1" }.freeze
 
   module_function
 

@@ -13,8 +13,9 @@ require_relative "librdkafka_recipe"
 #   SLUICE_USE_SYSTEM_LIBRDKAFKA=1  the system's librdkafka (gem install sluice -- --use-system-librdkafka)
 #   SLUICE_LIBRDKAFKA_ARCHIVE=PATH  the release archive to build from (offline installs); checked by SHA-256
 #   SLUICE_LIBRDKAFKA_URL=URL       where to download it from (a mirror; default: the GitHub release, then Debian's); checked too
-#   SLUICE_{ZLIB,ZSTD,OPENSSL}_ARCHIVE=PATH, SLUICE_{ZLIB,ZSTD,OPENSSL}_URL=URL  the same for librdkafka's dependencies
-#   SLUICE_LIBRDKAFKA_GSSAPI=0|1    without / with SASL GSSAPI (default: with it if Cyrus SASL is installed)
+#   SLUICE_{ZLIB,ZSTD,OPENSSL,KRB5,CYRUS_SASL}_ARCHIVE=PATH, ..._URL=URL  the same for librdkafka's dependencies
+#   SLUICE_LIBRDKAFKA_GSSAPI=0|1|static  without SASL GSSAPI / with the system's Cyrus SASL / with MIT Kerberos and
+#                                   Cyrus SASL built from pinned sources and linked in (default: the system's if installed)
 #   SLUICE_LIBRDKAFKA_JOBS=N        make -j for librdkafka and its dependencies (default: the number of CPUs)
 #   SLUICE_LIBRDKAFKA_CACHE=DIR     where builds are kept (default: tmp/librdkafka of the checkout or gem)
 #   SLUICE_WERROR=1                 compiler warnings are errors (CI)

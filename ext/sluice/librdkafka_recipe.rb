@@ -9,7 +9,8 @@ module SluiceBuild
   # archive with mini_portile2, against the libraries it links, each built
   # from its own pinned source (Dependencies), and says how to link it all
   # into the extension: librdkafka.a and those libraries' archives, nothing
-  # of the system's but libc (and Cyrus SASL, for GSSAPI). Every archive is
+  # of the system's but libc (and Cyrus SASL, for GSSAPI, unless it is built
+  # in too). Every archive is
   # checked against its pinned SHA-256 before anything is unpacked; every
   # build is kept in the cache under cache_root, keyed by version and
   # options (librdkafka's by its dependencies' too), so a second extconf run
@@ -20,13 +21,13 @@ module SluiceBuild
 
     # Features built in: the compressions, SSL, SASL PLAIN/SCRAM/OAUTHBEARER.
     # No libcurl (OIDC token fetching), the bundled lz4. GSSAPI (Kerberos)
-    # needs Cyrus SASL, which is linked dynamically: by default built in where
-    # its headers are installed (configure's "try"); SLUICE_LIBRDKAFKA_GSSAPI=0
-    # leaves it out (the precompiled gem, which must load on a bare system),
-    # =1 requires it.
+    # needs Cyrus SASL: by default the system's, linked dynamically where its
+    # headers are installed (configure's "try"); =1 requires it, =0 leaves
+    # GSSAPI out, =static builds MIT Kerberos and Cyrus SASL from their pinned
+    # sources and links them in (the precompiled gems: nothing to install).
     CONFIGURE = %w[--enable-static --enable-ssl --enable-zstd --enable-zlib --disable-lz4-ext --disable-curl --disable-syslog].freeze
     GSSAPI_ENV = "SLUICE_LIBRDKAFKA_GSSAPI"
-    GSSAPI = { "" => [], "0" => %w[--disable-gssapi], "1" => %w[--enable-gssapi] }.freeze
+    GSSAPI = { "" => [], "0" => %w[--disable-gssapi], "1" => %w[--enable-gssapi], "static" => %w[--enable-gssapi] }.freeze
 
     # Changes to librdkafka's source, applied in name order before configure
     # (each says why in its header; each belongs upstream).
@@ -54,7 +55,8 @@ module SluiceBuild
     # @raise [Error] with what to do about it
     def build
       configure_options # refuses an unknown GSSAPI setting before anything is downloaded or built
-      dependencies = Dependencies.new(cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, target: @target)
+      dependencies = Dependencies.new(cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, target: @target,
+                                      gssapi: ENV.fetch(GSSAPI_ENV, "") == "static")
       own = CachedBuild.new(PIN, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: steps, keep: KEEP, needs: NEEDS,
                                  env: dependencies.configure_env.merge(@target.tools_env), patches: PATCHES, key: [ENV.fetch("CFLAGS", "")])
       [own, *dependencies.builds].each(&:archive) # every archive at hand before any build starts
@@ -66,7 +68,9 @@ module SluiceBuild
 
     def configure_options
       setting = ENV.fetch(GSSAPI_ENV, "")
-      CONFIGURE + GSSAPI.fetch(setting) { raise Error, "#{GSSAPI_ENV}=#{setting}: expected 0 (without GSSAPI) or 1 (with it)" }
+      CONFIGURE + GSSAPI.fetch(setting) do
+        raise Error, "#{GSSAPI_ENV}=#{setting}: expected 0 (without GSSAPI), 1 (with the system's Cyrus SASL) or static (built in)"
+      end
     end
 
     # mklove (not autoconf): --host is only noted; the compiler (--cc) and

@@ -67,6 +67,29 @@ module Sluice
       }.freeze,
       urls: ["https://github.com/openssl/openssl/releases/download/openssl-3.5.7/openssl-3.5.7.tar.gz",
              "https://deb.debian.org/debian/pool/main/o/openssl/openssl_3.5.7.orig.tar.gz"].freeze
+    }.freeze,
+    # GSSAPI (Kerberos), built only where asked for (SLUICE_LIBRDKAFKA_GSSAPI=static: the precompiled
+    # gems): MIT Kerberos's client libraries, then Cyrus SASL with only its GSSAPI mechanisms on them.
+    krb5: {
+      version: "1.21.3",
+      sha256: {
+        # Debian's .orig is MIT's release archive itself (trixie: krb5 1.21.3-5+deb13u1; Debian ships MIT's
+        # signature of it beside it, krb5_1.21.3.orig.tar.gz.asc): one checksum
+        "krb5-1.21.3.tar.gz" => "b7a4cd5ead67fb08b980b21abd150ff7217e85ea320c9ed0c6dadd304840ad35",
+        "krb5_1.21.3.orig.tar.gz" => "b7a4cd5ead67fb08b980b21abd150ff7217e85ea320c9ed0c6dadd304840ad35"
+      }.freeze,
+      urls: ["https://kerberos.org/dist/krb5/1.21/krb5-1.21.3.tar.gz",
+             "https://deb.debian.org/debian/pool/main/k/krb5/krb5_1.21.3.orig.tar.gz"].freeze
+    }.freeze,
+    cyrus_sasl: {
+      version: "2.1.28",
+      sha256: {
+        # Debian's repack (trixie: cyrus-sasl2 2.1.28+dfsg1-9; some files removed, among them
+        # include/makemd5.c and common/crypto-compat.c, which only what is left out here needs). The
+        # upstream release is not accepted yet, for the reason given for zlib's.
+        "cyrus-sasl2_2.1.28+dfsg1.orig.tar.xz" => "e796a5d85d1a85e1b433d43504e467f9075c7ebc0b45730a3996cf11b1deada4"
+      }.freeze,
+      urls: ["https://deb.debian.org/debian/pool/main/c/cyrus-sasl2/cyrus-sasl2_2.1.28+dfsg1.orig.tar.xz"].freeze
     }.freeze
   }.freeze
 end

@@ -176,6 +176,27 @@ RSpec.describe "The bundled librdkafka's build" do
       expect(after.last).not_to eq(before.last)
     end
 
+    it "builds MIT Kerberos, then Cyrus SASL on it, only with SLUICE_LIBRDKAFKA_GSSAPI=static, and librdkafka anew with them" do
+      without = prefixes_built
+      stub_const("ENV", ENV.to_h.merge("SLUICE_LIBRDKAFKA_GSSAPI" => "static"))
+      with = prefixes_built
+      expect(with.map { |name| name[/\A[a-z_0-9]+(?=-)/] }).to eq(%w[zlib zstd openssl krb5 cyrus_sasl librdkafka])
+      expect(with.first(3)).to eq(without.first(3)) # the other builds are shared
+      expect(with.last).not_to eq(without.last)
+    end
+
+    it "with GSSAPI built in, links the Kerberos archives after libsasl2.a: by path on librdkafka's LIBS" do
+      dependencies = SluiceBuild::Dependencies.new(cache_root: cache, archive_dirs: [], log: log, gssapi: true)
+      env = dependencies.configure_env
+      krb5 = dependencies.prefixes.fetch(:krb5)
+      expect(env["STATIC_LIB_libsasl2"]).to eq(File.join(dependencies.prefixes.fetch(:cyrus_sasl), "lib", "libsasl2.a"))
+      kerberos = %w[libgssapi_krb5 libkrb5 libk5crypto libcom_err libkrb5support].map { |lib| "#{krb5}/lib/#{lib}.a" }
+      expect(env["LIBS"].split).to eq(kerberos + ["-lresolv"])
+      sasl = dependencies.builds.find { |build| build.prefix.include?("cyrus_sasl") }
+      expect(sasl.instance_variable_get(:@steps)[:configure].flatten).to include("--enable-gssapi=#{krb5}")
+      expect(SluiceBuild::Dependencies.new(cache_root: cache, archive_dirs: [], log: log).configure_env).not_to include("LIBS")
+    end
+
     it "points librdkafka's configure at exactly the archives built for it" do
       env = SluiceBuild::Dependencies.new(cache_root: cache, archive_dirs: [], log: log).configure_env
       expect(env.keys).to include("CPPFLAGS", "LDFLAGS", "PKG_CONFIG_PATH", "STATIC_LIB_zlib", "STATIC_LIB_libzstd", "STATIC_LIB_libssl",

@@ -17,6 +17,17 @@ module SluiceBuild
     # files; each its own compiler flags (the user's CFLAGS are for
     # librdkafka and the extension: OpenSSL would drop its own for them).
     OPENSSL_OPTIONS = %w[--prefix={prefix} --libdir=lib --openssldir=/usr/lib/ssl no-shared no-module no-apps no-tests no-docs -fPIC].freeze
+    KRB5_OPTIONS = %w[--prefix={prefix} --sysconfdir=/etc --localstatedir=/var --enable-static --disable-shared --disable-rpath
+                      --disable-nls --disable-pkinit --with-crypto-impl=builtin --with-tls-impl=no --without-ldap --without-keyutils
+                      --without-libedit --without-readline --without-lmdb --without-system-verto].freeze
+    SASL_OPTIONS = %w[--prefix={prefix} --sysconfdir=/etc --enable-static --disable-shared --with-plugindir=/usr/lib/sasl2
+                      --with-configdir=/etc/sasl2 --with-gss_impl=mit --disable-anon --disable-cram --disable-digest --disable-scram
+                      --disable-otp --disable-plain --disable-login --disable-ntlm --disable-srp --disable-passdss --disable-sample
+                      --disable-checkapop --disable-sql --disable-macos-framework --with-dblib=none --without-saslauthd
+                      --without-authdaemond --without-pwcheck --without-openssl --without-des --without-ldap].freeze
+    # MIT Kerberos's sources are under src/.
+    KRB5_CONFIGURE = ["sh", "-c", 'cd src && exec ./configure "$@"', "configure", *KRB5_OPTIONS].freeze
+    SASL_CONFIGURE = ["./configure", *SASL_OPTIONS, "--enable-gssapi={krb5}"].freeze
     BUILDS = {
       zlib: {
         title: "zlib",
@@ -66,36 +77,100 @@ module SluiceBuild
           { steps: { configure: [["./Configure", target.openssl_target, "--cross-compile-prefix=#{target.tool("")}",
                                   *OPENSSL_OPTIONS]] } }
         end
+      },
+      # GSSAPI's two, only with SLUICE_LIBRDKAFKA_GSSAPI=static. MIT Kerberos's client libraries (no KDC,
+      # admin tools or plugins to load), with its own cryptography (no second OpenSSL to link), reading
+      # the system's /etc/krb5.conf and credential caches as Debian's does.
+      krb5: {
+        title: "MIT Kerberos",
+        gssapi: true,
+        libraries: { "gssapi_krb5" => "libgssapi_krb5.a", "krb5" => "libkrb5.a", "k5crypto" => "libk5crypto.a",
+                     "com_err" => "libcom_err.a", "krb5support" => "libkrb5support.a" }, # in link order
+        headers: %w[gssapi.h gssapi/*.h krb5.h krb5/*.h com_err.h profile.h],
+        pkgconfig: false,
+        needs: "a C compiler, make and awk",
+        env: { "CFLAGS" => "-O2 -fPIC" },
+        steps: {
+          configure: [KRB5_CONFIGURE],
+          compile: [%w[{make} -C src/util -j{jobs}], %w[{make} -C src/include], %w[{make} -C src/lib/crypto -j{jobs}],
+                    %w[{make} -C src/lib/krb5 -j{jobs}], %w[{make} -C src/lib/gssapi -j{jobs}]],
+          install: [%w[{make} -C src install-mkdirs], %w[{make} -C src/include install], %w[{make} -C src/util/et install],
+                    %w[{make} -C src/util/support install], %w[{make} -C src/lib/crypto install],
+                    %w[{make} -C src/lib/krb5 install], %w[{make} -C src/lib/gssapi install]]
+        },
+        # What its configure would run on this machine to find out, given: true of glibc and GCC on Linux.
+        cross: lambda do |target|
+          { steps: { configure: [[*KRB5_CONFIGURE, "--host=#{target.triplet}", "krb5_cv_attr_constructor_destructor=yes,yes",
+                                  "ac_cv_func_regcomp=yes", "ac_cv_printf_positional=yes"]] },
+            env: target.tools_env }
+        end
+      },
+      # Cyrus SASL with only its GSSAPI and GS2-KRB5 mechanisms, built into libsasl2.a (no plugins
+      # looked for on the system, no database), on the Kerberos above. Only the library is built: the
+      # rest of the tree needs files that Debian's repack leaves out.
+      cyrus_sasl: {
+        title: "Cyrus SASL",
+        gssapi: true,
+        libraries: { "libsasl2" => "libsasl2.a" },
+        headers: %w[sasl/*.h],
+        needs: "a C compiler and make",
+        env: ->(prefixes) { gss_env(prefixes.fetch(:krb5)) },
+        steps: {
+          configure: [SASL_CONFIGURE],
+          compile: [%w[{make} -C common libplugin_common.la], %w[{make} -C lib linksrcs], %w[{make} -C lib -j{jobs} libsasl2.a]],
+          install: [%w[install -D -m644 lib/.libs/libsasl2.a {prefix}/lib/libsasl2.a],
+                    %w[install -D -m644 libsasl2.pc {prefix}/lib/pkgconfig/libsasl2.pc],
+                    %w[install -D -m644 -t {prefix}/include/sasl include/sasl.h include/saslplug.h include/saslutil.h
+                       include/prop.h include/hmac-md5.h include/md5.h include/md5global.h]]
+        },
+        # Its SPNEGO check runs a program: true of the Kerberos above, as it finds natively.
+        cross: lambda do |target|
+          { steps: { configure: [[*SASL_CONFIGURE, "--host=#{target.triplet}", "ac_cv_gssapi_supports_spnego=yes"]] },
+            env: target.tools_env }
+        end
       }
     }.freeze
     OWN_FLAGS = { "CFLAGS" => nil, "CPPFLAGS" => nil, "LDFLAGS" => nil }.freeze
 
-    def self.pins
-      BUILDS.to_h { |name, build| [name, Pin.new(name: name.to_s, title: build[:title], **Sluice::LIBRDKAFKA_DEPENDENCIES.fetch(name))] }
+    # @param gssapi [Boolean] with MIT Kerberos and Cyrus SASL (SLUICE_LIBRDKAFKA_GSSAPI=static)
+    def self.pins(gssapi: false)
+      BUILDS.reject { |_, build| build[:gssapi] && !gssapi }
+            .to_h { |name, build| [name, Pin.new(name: name.to_s, title: build[:title], **Sluice::LIBRDKAFKA_DEPENDENCIES.fetch(name))] }
     end
 
-    def initialize(cache_root:, archive_dirs:, log:, target: Target.current)
+    # What Cyrus SASL's configure needs to find and link the static Kerberos
+    # libraries: all of them, in link order (its checks name only the first
+    # four), and the resolver, which Kerberos uses to find a realm's KDCs.
+    # By -l: libtool would copy an archive named by its path into libsasl2.a.
+    def self.gss_env(krb5)
+      libraries = BUILDS.fetch(:krb5)[:libraries].keys.map { |name| "-l#{name}" }
+      { "CFLAGS" => "-O2 -fPIC", "CPPFLAGS" => "-I#{krb5}/include", "LDFLAGS" => "-L#{krb5}/lib", "LIBS" => [*libraries, "-lresolv"].join(" ") }
+    end
+
+    def initialize(cache_root:, archive_dirs:, log:, target: Target.current, gssapi: false)
       @cache_root = cache_root
       @archive_dirs = archive_dirs
       @log = log
       @target = target
+      @gssapi = gssapi
     end
 
     # @return [Array<String>] "zlib 1.3.1", ...
-    def labels = self.class.pins.values.map(&:label)
+    def labels = pins.values.map(&:label)
 
-    # @return [Array<CachedBuild>] one per dependency, in build order
+    # @return [Array<CachedBuild>] one per dependency, in build order; a
+    # build's steps and environment may name an earlier one's prefix
+    # ({krb5}), which is then part of its cache key
     def builds
-      @builds ||= self.class.pins.map do |name, pin|
-        build = BUILDS.fetch(name)
-        steps, env = for_target(build)
-        CachedBuild.new(pin, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: steps,
-                             env: OWN_FLAGS.merge(env), keep: keep(build), needs: build[:needs])
-      end
+      @builds ||= pins.each_with_object({}) do |(name, pin), built|
+        steps, env = for_target(BUILDS.fetch(name), built.transform_values(&:prefix))
+        built[name] = CachedBuild.new(pin, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: steps,
+                                           env: OWN_FLAGS.merge(env), keep: keep(BUILDS.fetch(name)), needs: BUILDS.fetch(name)[:needs])
+      end.values
     end
 
     # @return [Hash{Symbol => String}] name => the prefix it is (or will be) installed under
-    def prefixes = BUILDS.keys.zip(builds.map(&:prefix)).to_h
+    def prefixes = pins.keys.zip(builds.map(&:prefix)).to_h
 
     # @return [Hash{String => String}] mklove's name => the static library librdkafka must link
     def archives
@@ -105,29 +180,48 @@ module SluiceBuild
     end
 
     # librdkafka's configure environment: these libraries' headers, archives
-    # and pkg-config files first, then whatever the environment adds.
+    # and pkg-config files first, then whatever the environment adds. With
+    # GSSAPI, the Kerberos archives go last on its LIBS (mklove links
+    # libsasl2.a as it is told; what libsasl2.a needs it cannot know).
     def configure_env
       dirs = prefixes.values
-      {
+      env = {
         "CPPFLAGS" => joined(" ", dirs.map { |dir| "-I#{dir}/include" }, ENV.fetch("CPPFLAGS", nil)),
         "LDFLAGS" => joined(" ", dirs.map { |dir| "-L#{dir}/lib" }, ENV.fetch("LDFLAGS", nil)),
         "PKG_CONFIG_PATH" => joined(":", dirs.map { |dir| "#{dir}/lib/pkgconfig" }, ENV.fetch("PKG_CONFIG_PATH", nil))
       }.merge(archives.transform_keys { |library| "STATIC_LIB_#{library}" })
+      return env unless @gssapi
+
+      env.merge("LIBS" => joined(" ", [gss_libs], ENV.fetch("LIBS", nil)))
     end
 
     private
 
-    # A native build's steps and environment are exactly as they always were (its cache key too).
-    def for_target(build)
-      return build.values_at(:steps, :env) unless @target.cross?
+    def pins = @pins ||= self.class.pins(gssapi: @gssapi)
 
-      cross = build.fetch(:cross).call(@target)
-      [build[:steps].merge(cross.fetch(:steps, {})), build[:env].merge(cross.fetch(:env, {}))]
+    # librdkafka's link of libsasl2.a, after it: the Kerberos archives by path.
+    def gss_libs
+      krb5 = prefixes.fetch(:krb5)
+      [*BUILDS.fetch(:krb5)[:libraries].values.map { |file| File.join(krb5, "lib", file) }, "-lresolv"].join(" ")
+    end
+
+    # A native build's steps and environment are exactly as they always were
+    # (its cache key too); {krb5} in a step is that build's prefix.
+    def for_target(build, prefixes)
+      env = build[:env].respond_to?(:call) ? build[:env].call(prefixes) : build[:env]
+      steps = build[:steps]
+      if @target.cross?
+        cross = build.fetch(:cross).call(@target)
+        steps = steps.merge(cross.fetch(:steps, {}))
+        env = env.merge(cross.fetch(:env, {}))
+      end
+      [steps.transform_values { |commands| commands.map { |command| command.map { |arg| arg.gsub("{krb5}") { prefixes.fetch(:krb5) } } } }, env]
     end
 
     # The headers, the archives and pkg-config files; each must be there.
     def keep(build)
-      [*build[:headers].map { |header| "include/#{header}" }, *build[:libraries].values.map { |file| "lib/#{file}" }, "lib/pkgconfig/*.pc"]
+      [*build[:headers].map { |header| "include/#{header}" }, *build[:libraries].values.map { |file| "lib/#{file}" },
+       *("lib/pkgconfig/*.pc" if build.fetch(:pkgconfig, true))]
     end
 
     def joined(separator, ours, theirs) = [*ours, theirs].compact.reject(&:empty?).join(separator)
