@@ -31,11 +31,12 @@ module Packaging
   # messages to partition 0 of `topic`, reads them back from the first one's
   # offset, and prints one JSON line: what it loaded (the gem, its extension,
   # the libruby mapped into the process) and what came back.
-  def self.round_trip_script(brokers, topic, count)
+  # @param kafka [Hash] more of the clients' configuration (GSSAPI's)
+  def self.round_trip_script(brokers, topic, count, kafka: {})
     <<~RUBY
       require "json"
       require "sluice"
-      kafka = { "bootstrap.servers": #{brokers.inspect} }
+      kafka = #{{ "bootstrap.servers": brokers }.merge(kafka).inspect}
       producer = Sluice::Producer.new { |config| config.kafka = kafka }
       payloads = Array.new(#{count}) { |i| "message \#{i}" }
       reports = producer.produce_many_sync(payloads.map { |payload| { topic: #{topic.inspect}, partition: 0, payload: payload } })

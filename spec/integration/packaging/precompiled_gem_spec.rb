@@ -16,8 +16,13 @@ require_relative "../../../rakelib/native/debian_ruby"
 # Packaging::SourceRuby, built once per machine), run with no compiler on
 # PATH. Each Ruby installs the gem with `gem install --local` and round-trips
 # messages with the project's broker (the roots share the host's network).
-# Needs root (chroot, mount), debootstrap and Debian's registry; runs when
-# asked: .ci/run sets SLUICE_GEM_SPEC=1.
+# GSSAPI (MIT Kerberos and Cyrus SASL linked in) against a realm of the
+# spec's own (spec/support/kerberos.rb: MIT's KDC, a broker offering GSSAPI):
+# in the Debian 13 root, which has no Kerberos or SASL library and no kinit,
+# from a ticket got outside it; in the Ruby built from source, librdkafka
+# running this machine's kinit from a keytab, as users configure it.
+# Needs root (chroot, mount), debootstrap, Debian's registry and MIT's KDC
+# (bin/setup installs krb5-kdc); runs when asked: .ci/run sets SLUICE_GEM_SPEC=1.
 RSpec.describe "The precompiled gem", :kafka, timeout: 900,
                                               skip: ENV["SLUICE_GEM_SPEC"] != "1" && "SLUICE_GEM_SPEC=1 builds and installs it (.ci/run)" do
   minors = %w[3.1 3.3 3.4]
@@ -47,9 +52,25 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
     skip "chroot needs root" unless Process.uid.zero?
     skip "debootstrap is not installed (bin/setup installs it)" unless system("command -v debootstrap >/dev/null")
 
+    missing = Kerberos.missing_tools
+    raise "GSSAPI's examples need MIT Kerberos's #{missing.join(", ")} (bin/setup installs krb5-kdc, krb5-admin-server, krb5-user)" if missing.any?
+
     # Only the gem installed here: plain `rake native` cross-compiles the aarch64 one too (bin/test-aarch64's).
     Packaging.run({ "SLUICE_NATIVE_PLATFORM" => Gem::Platform.local.to_s }, "rake", "native", chdir: Packaging::ROOT)
     @spec = Gem::Package.new(package).spec
+    Kerberos.start
+  end
+
+  after(:context) { Kerberos.stop }
+
+  # 100 messages through the Kerberos broker's GSSAPI listener.
+  define_method(:gssapi_script) do |**kafka|
+    Packaging.round_trip_script(Kerberos::BROKERS, Kerberos::TOPIC, 100, kafka: Kerberos.client_config.merge(kafka))
+  end
+
+  define_method(:expect_gssapi_round_trip) do |outcome, tickets_before|
+    expect(outcome).to include("errors" => [], "produced" => 100, "read_back" => true)
+    expect(Kerberos.service_tickets).to be > tickets_before # for kafka/127.0.0.1: GSSAPI it was
   end
 
   it "holds an extension for each Ruby minor, no C sources, depends on nothing, and says which Rubies it is for" do
@@ -67,12 +88,12 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
 
   # A NEEDED libruby-3.1.so.3.1 (Debian's name) made the gem unloadable in
   # Rubies built from source (libruby.so.3.1, or no shared libruby at all).
-  it "names no libruby and no library beyond the C library's, in any of its extensions (the round trips load them)" do
+  it "names no libruby and no library beyond the C library's (its resolver too, for Kerberos), in any of its extensions" do
     minors.each do |minor|
       needed = Packaging.run({}, "readelf", "-d", File.join(native, minor, "sluice_ext.so"))
                         .scan(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/).flatten
       expect(needed).not_to be_empty
-      expect(needed).to all(match(/\A(libc|libm|libpthread|libdl|librt|ld-linux[-\w]*)\.so/)), "Ruby #{minor}: #{needed.join(", ")}"
+      expect(needed).to all(match(/\A(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[-\w]*)\.so/)), "Ruby #{minor}: #{needed.join(", ")}"
     end
   end
 
@@ -109,6 +130,19 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
       @tools = @root.tools
       @outcomes = { "3.3" => install_and_round_trip(@root, ruby: "ruby3.3", gem: "gem3.3"),
                     "3.4" => install_and_round_trip(@root, ruby: "ruby3.4", gem: "gem3.4") }
+      @kerberos_files = @root.run("sh", "-c", "find / -xdev \\( -name 'libkrb5*' -o -name 'libgssapi*' -o -name 'libsasl2*' " \
+                                              "-o -name kinit \\) -print; true").split
+      # No kinit here: a ticket got outside (a cache of its own per Ruby, so that each asks the KDC
+      # for the broker's ticket), and librdkafka told not to run kinit (relogin 0).
+      krb5_conf = @root.copy_in(Kerberos::KRB5_CONF)
+      @gssapi = %w[3.3 3.4].to_h do |minor|
+        ccache = File.join(Kerberos::DIR, "ccache-root-#{minor}")
+        Kerberos.kinit(ccache)
+        tickets = Kerberos.service_tickets
+        env = ["KRB5_CONFIG=#{krb5_conf}", "KRB5CCNAME=FILE:#{@root.copy_in(ccache)}"]
+        outcome = JSON.parse(@root.run(*env, "ruby#{minor}", "-e", gssapi_script("sasl.kerberos.min.time.before.relogin": 0)).lines.last)
+        [minor, [outcome, tickets]]
+      end
     end
 
     after(:context) do
@@ -119,6 +153,11 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
     it "installs in Ruby 3.3 and 3.4 where there is no compiler, and each round-trips 1,000 messages with its own extension" do
       expect(@tools).to eq([])
       @outcomes.each { |minor, outcome| expect_round_trip(outcome, minor) }
+    end
+
+    it "authenticates with GSSAPI in Ruby 3.3 and 3.4 where there is no Kerberos or SASL library and no kinit" do
+      expect(@kerberos_files).to eq([])
+      @gssapi.each_value { |outcome, tickets_before| expect_gssapi_round_trip(outcome, tickets_before) }
     end
   end
 
@@ -142,6 +181,27 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
       end
       script = Packaging.round_trip_script(TestKafka::BROKERS, "sluice-spec-gem", 1_000)
       @outcome = JSON.parse(in_clean_env(@ruby.ruby, "-e", script).lines.last)
+      # GSSAPI as users configure it: librdkafka runs kinit (this machine's) from the client's keytab.
+      File.symlink(Packaging.run({}, "sh", "-c", "command -v kinit").strip, File.join(tools, "kinit"))
+      @env += Kerberos.env(ccache: File.join(@dir, "ccache")).map { |name, value| "#{name}=#{value}" }
+      @tickets_before = Kerberos.service_tickets
+      @gssapi = JSON.parse(in_clean_env(@ruby.ruby, "-e", gssapi_script).lines.last)
+      # A cache of its own: with the one above, still holding sluice-client's ticket, it would authenticate.
+      kafka = Kerberos.client_config(principal: "nobody").merge("message.timeout.ms": 30_000)
+      @refused = JSON.parse(in_clean_env("KRB5CCNAME=FILE:#{File.join(@dir, "ccache-nobody")}", @ruby.ruby, "-e", <<~RUBY).lines.last)
+        require "json"
+        require "sluice"
+        producer = Sluice::Producer.new { |config| config.kafka = #{kafka.inspect} }
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        begin
+          producer.produce_sync(topic: #{Kerberos::TOPIC.inspect}, partition: 0, payload: "refused")
+          outcome = { "error" => nil }
+        rescue Sluice::Errors::BaseError => e
+          outcome = { "error" => e.class.name, "message" => e.message }
+        end
+        producer.close
+        puts JSON.generate(outcome.merge("seconds" => Process.clock_gettime(Process::CLOCK_MONOTONIC) - started))
+      RUBY
     end
 
     after(:context) { FileUtils.rm_rf(@dir) if @dir }
@@ -158,6 +218,19 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
       expect(@tools).to eq([])
       expect_round_trip(@outcome, "3.3", gem_home: @gem_home)
       expect(@outcome["libruby"]).to eq([File.realpath(File.join(@ruby.prefix, "lib", "libruby.so.3.3"))])
+    end
+
+    it "authenticates with GSSAPI from a keytab, librdkafka running kinit, and round-trips 100 messages" do
+      expect(File).to exist(File.join(@dir, "ccache")) # kinit's, for the client's principal
+      expect_gssapi_round_trip(@gssapi, @tickets_before)
+    end
+
+    # kinit fails (no key for the principal), so GSSAPI finds no credentials:
+    # the call fails with GSSAPI's reason, not with message.timeout.ms's.
+    it "names a principal its keytab has no key for: an AuthenticationError with GSSAPI's reason, long before the message times out" do
+      expect(@refused).to include("error" => "Sluice::Errors::AuthenticationError")
+      expect(@refused["message"]).to include("GSSAPI Error", "No Kerberos credentials available")
+      expect(@refused["seconds"]).to be < 30
     end
   end
 end
