@@ -73,6 +73,9 @@ module Toxiproxy
     # says so; bin/test-cluster counts the restarts from toxiproxy's log.
     DOWN = [Errno::ECONNREFUSED, Errno::ECONNRESET, EOFError].freeze
     RESTART_WAIT = 15 # s
+    # The supervisor's pid (bin/kafka: toxiproxy_start); the server is its child.
+    SUPERVISOR_PID_FILE = File.expand_path("../../tmp/kafka/#{API.port == 8474 ? "toxiproxy" : "toxiproxy-#{API.port}"}/toxiproxy.pid",
+                                           __dir__)
 
     def request(verb, path, body = nil)
       request = { get: Net::HTTP::Get, post: Net::HTTP::Post, patch: Net::HTTP::Patch, delete: Net::HTTP::Delete }.fetch(verb).new(path)
@@ -86,11 +89,24 @@ module Toxiproxy
       response.body.to_s.empty? ? nil : JSON.parse(response.body)
     end
 
+    # A server that hangs instead (2.12's toxic updates can wait forever on a
+    # link that is closing: CI once saw a toxic's POST unanswered for 10 s,
+    # its log ending in "Waiting to update links") is killed, once per call,
+    # and so restarted like one that died.
     def with_restarts(verb, path)
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + RESTART_WAIT
       warned = false
+      killed = false
       begin
         yield
+      rescue Net::ReadTimeout => e
+        raise if killed
+
+        warn "toxiproxy #{verb.upcase} #{path}: #{e.class} (the server hangs), killing it for its supervisor to restart"
+        kill_server
+        killed = true
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + RESTART_WAIT
+        retry
       rescue *DOWN => e
         raise if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
 
@@ -99,6 +115,14 @@ module Toxiproxy
         sleep(0.2) # the supervisor's restart: nothing to wait on but the port
         retry
       end
+    end
+
+    def kill_server
+      supervisor = Integer(File.read(SUPERVISOR_PID_FILE))
+      children = File.read("/proc/#{supervisor}/task/#{supervisor}/children").split.map { |pid| Integer(pid) }
+      raise Error, "toxiproxy hangs, and its supervisor (pid #{supervisor}) has no server to kill" if children.empty?
+
+      children.each { |pid| Process.kill("KILL", pid) }
     end
   end
 

@@ -21,6 +21,20 @@ RSpec.describe "Producer create/close cycles", :kafka do
         { "fds" => fds, "ruby_threads" => Thread.list.count(&:alive?), "rdk_threads" => rdk_threads.call,
           "os_threads" => os_threads }
       end
+      # The first snapshot back to `before`'s counts, or the one taken 10 s on: the threads of the
+      # producers still open change while they run (the keeper's bootstrap connection's thread goes
+      # once the broker's own is up), and nothing signals when. A leak stays, and fails all the same.
+      settled = lambda do |before|
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+        loop do
+          now = snapshot.call
+          back = %w[fds ruby_threads rdk_threads].all? { |what| now[what] <= before[what] } &&
+                 now["os_threads"] <= before["os_threads"] + 1
+          break now if back || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+          sleep 0.05
+        end
+      end
       cycle = lambda do |i|
         producer = make_producer
         producer.produce_sync(topic: "sluice-spec-1p", payload: "cycle #{i}") if (i % 20).zero? # some connect
@@ -37,14 +51,14 @@ RSpec.describe "Producer create/close cycles", :kafka do
       r["churn_with_one_more"] = snapshot.call # the measurement sees a producer's fds and threads
       one.close
       200.times(&cycle)
-      r["churn_after"] = snapshot.call
+      r["churn_after"] = settled.call(r["churn_before"])
       r["churn_poller"] = [poller.alive?, poller.count]
       r["keeper_delivers"] = keeper.produce_sync(topic: "sluice-spec-1p", payload: "keeper, after").error.nil?
       keeper.close
 
       r["restart_before"] = snapshot.call
       200.times(&cycle)
-      r["restart_after"] = snapshot.call
+      r["restart_after"] = settled.call(r["restart_before"])
       r["restart_poller"] = [poller.alive?, poller.count]
       r["sluice_threads"] = sluice_thread_names
       result(r)
@@ -55,18 +69,22 @@ RSpec.describe "Producer create/close cycles", :kafka do
 
   # A leak is growth. Fewer is not a leak: librdkafka may close connections
   # that were open when the measurement began (with 2.15.0, 17 fds became 15).
-  def expect_no_leak(before, after)
+  # rdk_slack: while a producer stays open, its own librdkafka threads may
+  # number one more or fewer from moment to moment (CI once counted 2, then 3;
+  # it runs 3 once settled); one leaked per connecting cycle would be 10 more.
+  def expect_no_leak(before, after, rdk_slack: 0)
     %w[fds ruby_threads rdk_threads].each do |what|
-      expect(after[what]).to be <= before[what], "#{what}: #{before[what]} before, #{after[what]} after"
+      slack = what == "rdk_threads" ? rdk_slack : 0
+      expect(after[what]).to be <= before[what] + slack, "#{what}: #{before[what]} before, #{after[what]} after"
     end
-    expect(after["os_threads"]).to be <= before["os_threads"] + 1 # + Ruby's thread cache
+    expect(after["os_threads"]).to be <= before["os_threads"] + 1 + rdk_slack # + Ruby's thread cache
   end
 
   it "leak no fd, no Ruby thread and no native thread while another producer stays open" do
     expect(outcome).to be_success, outcome.describe
     expect(outcome["churn_with_one_more"]["fds"]).to be > outcome["churn_before"]["fds"]
     expect(outcome["churn_with_one_more"]["rdk_threads"]).to be > outcome["churn_before"]["rdk_threads"]
-    expect_no_leak(outcome["churn_before"], outcome["churn_after"])
+    expect_no_leak(outcome["churn_before"], outcome["churn_after"], rdk_slack: 1)
     expect(outcome["keeper_delivers"]).to be(true)
     expect(outcome["churn_poller"]).to eq(outcome["mode"] == "fd" ? [true, 1] : [false, 0])
   end
