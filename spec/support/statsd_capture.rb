@@ -7,9 +7,17 @@ require "socket"
 # Every line that arrived is read on a thread of its own: the per-message
 # packets of a load would overflow the socket's buffer while the example waits.
 class StatsdCapture
+  # A default buffer (208 KiB) holds a few hundred datagrams: on a loaded
+  # machine a statistics emission arriving while the reader thread waits for
+  # the GVL was dropped, and a count summed from deltas never reached its
+  # total. SO_RCVBUFFORCE passes net.core.rmem_max where the process may
+  # (root, as in CI); elsewhere the buffer is as large as that allows.
+  BUFFER = 16 << 20
+
   def initialize
     @socket = UDPSocket.new
     @socket.bind("127.0.0.1", 0)
+    enlarge_buffer
     @lock = Mutex.new
     @arrived = ConditionVariable.new
     @lines = []
@@ -32,12 +40,25 @@ class StatsdCapture
     end
   end
 
+  # Datagrams the kernel dropped because the socket's buffer was full (Linux: /proc/net/udp).
+  def drops
+    local = format(":%04X", port)
+    row = File.foreach("/proc/net/udp").map(&:split).find { |fields| fields[1]&.end_with?(local) }
+    row ? Integer(row[12]) : 0
+  end
+
   def close
     @reader.kill.join
     @socket.close
   end
 
   private
+
+  def enlarge_buffer
+    @socket.setsockopt(Socket::SOL_SOCKET, Socket::SO_RCVBUFFORCE, BUFFER)
+  rescue Errno::EPERM, NameError
+    @socket.setsockopt(Socket::SOL_SOCKET, Socket::SO_RCVBUF, BUFFER)
+  end
 
   def add(packet)
     @lock.synchronize do
