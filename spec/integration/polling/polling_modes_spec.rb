@@ -87,7 +87,7 @@ RSpec.describe "Polling in the mode under test", :kafka do
 
       gaps = times.each_cons(2).map { |a, b| b - a }
       expect(times.size).to be >= 20
-      expect(gaps.max).to be < 0.5
+      expect(gaps.max).to be < 0.8 # the periodic poll alone would leave 1 s gaps; room for a loaded machine's pauses
       expect(payload[:producer_id]).to eq(producer.id)
       expect(payload[:statistics]).to include("type" => "producer", "name" => a_kind_of(String))
       expect(poller.stats[:wakeups] - wakeups_before).to be >= 20 if TestKafka::MODE == :fd

@@ -71,8 +71,8 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
   # refusal already known, later calls waited for it (1.3-5 s, or
   # WaitTimeoutError and a flush that returned false after 5 s). A backoff of
   # 5 s from the start (3.75-7.5 s with librdkafka's jitter) puts every call
-  # after the first refusal in that gap.
-  it "raises it within 2 s from produce_sync, flush_sync and flush made between two reconnects" do
+  # after the first refusal in that gap; 3 s stays below its shortest.
+  it "raises it within 3 s from produce_sync, flush_sync and flush made between two reconnects" do
     producer = producer_with(scram(password: "wrong", "reconnect.backoff.ms": 5_000, "reconnect.backoff.max.ms": 10_000))
     auth_error_within(5) { producer.produce_sync(topic: topic, payload: "first") }
 
@@ -83,14 +83,14 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
     end
     shown = times.map { |row| row.map { |t| t.round(2) }.join("/") }.join(", ")
     RSpec.configuration.reporter.message("    produce_sync/flush_sync/flush refused later: #{shown} s")
-    expect(times.flatten.max).to be < 2
+    expect(times.flatten.max).to be < 3
   end
 
-  it "raises it from partition_count within 2 s, not after max_wait_timeout, first and later" do
+  it "raises it from partition_count within 5 s, not after max_wait_timeout (30 s), first and later" do
     producer = producer_with(scram(password: "wrong"))
 
     3.times do |i|
-      error = auth_error_within(2) { producer.partition_count("#{topic}-#{i}") } # not cached: a metadata read each
+      error = auth_error_within(5) { producer.partition_count("#{topic}-#{i}") } # not cached: a metadata read each
       expect(error.code).to eq(:authentication)
     end
   end
