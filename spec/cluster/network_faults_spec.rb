@@ -148,7 +148,9 @@ RSpec.describe "Network faults", :cluster, timeout: 240 do
       topic = @topics.fetch(name).last
       fault = build.call(TestCluster.leader(topic, 0))
       producer, = cluster_producer("enable.idempotence": true)
-      3.times { |partition| producer.produce_sync(topic: topic, partition: partition, payload: "before") } # connected to every leader
+      # Connected to every leader before the fault. Setup, not the calls under test: it may wait for what
+      # the previous example's fault or the topics' creation left settling (CI once took over 5 s here).
+      3.times { |partition| producer.produce_async(topic: topic, partition: partition, payload: "before").wait(max_wait_timeout: 30_000) }
       consumer = Sluice::Consumer.new do |config|
         config.kafka = { "bootstrap.servers": TestCluster::BROKERS, "group.id": "sluice-netfault-#{SecureRandom.hex(4)}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": false, "socket.timeout.ms": 2_500 }
