@@ -40,11 +40,14 @@ class StatsdCapture
     end
   end
 
-  # Datagrams the kernel dropped because the socket's buffer was full (Linux: /proc/net/udp).
+  # Datagrams the kernel dropped because the socket's buffer was full; nil
+  # where there is no /proc/net/udp (not Linux).
   def drops
     local = format(":%04X", port)
     row = File.foreach("/proc/net/udp").map(&:split).find { |fields| fields[1]&.end_with?(local) }
     row ? Integer(row[12]) : 0
+  rescue Errno::ENOENT
+    nil
   end
 
   def close

@@ -44,8 +44,8 @@ RSpec.describe "StatsdListener (#{TestKafka::MODE} mode)", :kafka do
     producer, consumer = run_metrics_load(monitor)
     broker = TestKafka::BROKERS.split(",").first.tr(":", "_")
     # An emission is several datagrams, and the capture reads them on its own
-    # thread: everything asserted on is waited for, not only the totals (the
-    # packet with a broker's lines could still be unread when they were there).
+    # thread: everything asserted on is waited for, not only the totals (their
+    # datagram could be read before the one with the broker's lines).
     explaining_drops do
       await_metrics(monitor) do
         count("messages.sent", client_id: producer.id) >= MetricsLoad::COUNT &&
