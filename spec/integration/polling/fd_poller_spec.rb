@@ -91,7 +91,7 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
     it "is polled at once: its first produce_sync completes long before the next periodic poll" do
       fresh = fd_producer(poller: poller, periodic_poll_interval: 10_000)
       started = monotonic
-      report = fresh.produce_async(topic: topic, payload: "first").wait(max_wait_timeout: 2_000)
+      report = fresh.produce_async(topic: topic, payload: "first").wait(max_wait_timeout: 5_000)
 
       expect(report.error).to be_nil
       expect(monotonic - started).to be < 5 # the next periodic poll is 10 s away
