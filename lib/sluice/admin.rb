@@ -156,16 +156,14 @@ module Sluice
     # @param set [Hash] settings to set, name => value
     # @param delete [Array<String, Symbol>] settings to delete (back to their default)
     # @return [nil]
-    # @raise [ArgumentError] neither or both of topic: and broker:, or malformed settings
+    # @raise [ArgumentError] neither or both of topic: and broker:, or malformed settings (a NUL byte in one)
     # @raise [Errors::InvalidAdminRequestError] the broker refused a setting
     # @example
     #   admin.alter_configs(topic: "events", set: { "retention.ms" => "3600000" }, delete: ["cleanup.policy"])
     def alter_configs(topic: nil, broker: nil, set: {}, delete: [])
       type, name = resource(topic, broker)
       set = settings(set, "set")
-      raise ArgumentError, "delete takes an Array of setting names, got #{delete.inspect}" unless delete.is_a?(Array)
-
-      delete = delete.map(&:to_s)
+      delete = setting_names(delete)
       check_items!(:alter_configs, name, INCREMENTAL ? alter_incrementally(type, name, set, delete) : alter_whole(type, name, set, delete))
       settle(:alter_configs, name) { configs_show?(type, name, set, delete) }
     end
@@ -191,13 +189,12 @@ module Sluice
     # @return [Hash] { partition => offset }
     # @param topic [String, Symbol]
     # @param time [Time]
-    # @raise [ArgumentError] time is not a Time
+    # @raise [ArgumentError] time is not a Time, is before 1970-01-01 00:00:00 UTC,
+    #   or is further from it than Kafka's 64-bit milliseconds reach
     # @raise [Errors::UnknownTopicError]
     def offsets_for_time(topic, time)
       topic = topic_name(topic)
-      raise ArgumentError, "offsets_for_time takes a Time, got #{time.inspect}" unless time.is_a?(Time)
-
-      ms = (time.to_r * 1000).to_i
+      ms = timestamp_ms(time)
       query = describe_topic(topic)[:partitions].map { |partition| [topic, partition[:partition], ms] }
       code, found = blocking(:offsets_for_time, topic) { |client, timeout| client.offsets_for_times(query, timeout) }
       fail!(:offsets_for_time, topic, code, nil) unless code.zero?
@@ -307,6 +304,18 @@ module Sluice
       fail!(:alter_configs, name, KafkaError.number_for(:invalid_arg), "#{setting} is sensitive and unreadable: set it again in set:")
     end
 
+    # Kafka's timestamps are 64-bit milliseconds since the epoch. A negative
+    # one is no time but a query (-1 the latest offsets, -2 the earliest),
+    # answered as if it were one, or refused by the broker (unsupported_version).
+    def timestamp_ms(time)
+      raise ArgumentError, "offsets_for_time takes a Time, got #{time.inspect}" unless time.is_a?(Time)
+
+      ms = (time.to_r * 1000).floor
+      return ms if ms.between?(0, INT64_MAX)
+
+      raise ArgumentError, "time must be at or after 1970-01-01 00:00:00 UTC and at most #{INT64_MAX} ms after it, got #{time.inspect}"
+    end
+
     def check_partitions!(action, subject, partitions)
       partitions.each { |_, _, _, code| fail!(action, subject, code, nil) unless code.zero? }
     end
@@ -317,7 +326,9 @@ module Sluice
     TOPIC_NAME = /\A[a-zA-Z0-9._-]{1,249}\z/
     # Kafka's fields are 32-bit signed integers.
     INT32_MAX = (2**31) - 1
-    private_constant :TOPIC_NAME, :INT32_MAX
+    # Offsets and timestamps are 64-bit signed integers.
+    INT64_MAX = (2**63) - 1
+    private_constant :TOPIC_NAME, :INT32_MAX, :INT64_MAX
 
     def topic_name(name)
       text = name.is_a?(String) || name.is_a?(Symbol) ? name.to_s : ""
@@ -343,7 +354,22 @@ module Sluice
     def settings(hash, what)
       raise ArgumentError, "#{what} takes a Hash of settings, got #{hash.inspect}" unless hash.is_a?(Hash)
 
-      hash.map { |name, value| [name.to_s, value.to_s] }
+      hash.map { |name, value| c_strings!([name.to_s, value.to_s], "#{what} #{name.to_s.inspect[0, 100]}") }
+    end
+
+    def setting_names(names)
+      raise ArgumentError, "delete takes an Array of setting names, got #{names.inspect}" unless names.is_a?(Array)
+
+      c_strings!(names.map(&:to_s), "delete")
+    end
+
+    # librdkafka takes C strings, which a NUL byte would cut short (the native
+    # call refuses one without saying which argument had it).
+    def c_strings!(texts, what)
+      bad = texts.find { |text| text.b.include?("\0") }
+      raise ArgumentError, "#{what} has a NUL byte, which Kafka's C client cannot send, in #{bad.inspect[0, 200]}" if bad
+
+      texts
     end
   end
 end

@@ -59,5 +59,48 @@ RSpec.describe Sluice::Admin do
     refused(/a group id is a non-empty String/) { admin.describe_group("") }
     refused(/a group id is a non-empty String/) { admin.committed_offsets("\xE2\x28".dup.force_encoding("UTF-8")) }
     refused(/a group id is a non-empty String/) { admin.delete_group("g" * 32_768) }
+    refused(/a group id is a non-empty String of valid text without NUL bytes, .*got "a\\u0000b"/) { admin.describe_group("a\0b") }
+  end
+
+  # Kafka's offsets are 64-bit: past that the native call raised an unnamed RangeError.
+  it "refuses reset_offsets offsets outside 0..2**63-1, naming the partition and the offset" do
+    refused(/the offset for partition 0 must be an Integer from 0 to 9223372036854775807, got 9223372036854775808/) do
+      admin.reset_offsets("g", "t", { 0 => 2**63 })
+    end
+    refused(/the offset for partition 3 must be an Integer from 0 to 9223372036854775807, got -1/) { admin.reset_offsets("g", "t", { 3 => -1 }) }
+    refused(/the offset for partition 1 .* got -9223372036854775809/) { admin.reset_offsets("g", "t", { 0 => 0, 1 => -(2**63) - 1 }) }
+    refused(/the offset for partition 2 .* got "5"/) { admin.reset_offsets("g", "t", { 2 => "5" }) }
+    refused(/a partition must be an Integer from 0 to 2147483647, got 2147483648/) { admin.reset_offsets("g", "t", { 2**31 => 0 }) }
+    refused(/a partition must be an Integer from 0 to 2147483647, got -1/) { admin.reset_offsets("g", "t", { -1 => 0 }) }
+  end
+
+  # A negative timestamp is a query, not a time: -1 answered the latest
+  # offsets, -2 the earliest, -1000 was refused as unsupported_version.
+  it "refuses a time before the epoch or past Kafka's 64-bit milliseconds, for offsets_for_time and reset_offsets" do
+    before_epoch = /time must be at or after 1970-01-01 00:00:00 UTC and at most 9223372036854775807 ms after it, got 1969-12-31/
+    [Time.at(-1), Time.at(-0.001), Time.at(Rational(-1, 10_000))].each do |time|
+      refused(before_epoch) { admin.offsets_for_time("t", time.utc) }
+      refused(before_epoch) { admin.reset_offsets("g", "t", time.utc) }
+    end
+    refused(/time must be at or after 1970-01-01 .* got 292278994-08-17/) { admin.offsets_for_time("t", Time.at(2**63 / 1000r).utc) }
+    refused(/offsets_for_time takes a Time, got 0/) { admin.offsets_for_time("t", 0) }
+  end
+
+  it "takes the first and the last time Kafka's timestamps reach" do
+    expect(admin.send(:timestamp_ms, Time.at(0))).to eq(0)
+    expect(admin.send(:timestamp_ms, Time.at(((2**63) - 1) / 1000r))).to eq((2**63) - 1)
+  end
+
+  it "refuses a setting with a NUL byte, naming the argument, instead of the native call's bare \"string contains null byte\"" do
+    refused(/set "retention.ms" has a NUL byte, which Kafka's C client cannot send, in "1\\u00002"/) do
+      admin.alter_configs(topic: "t", set: { "retention.ms" => "1\u00002" })
+    end
+    refused(/delete has a NUL byte/) { admin.alter_configs(topic: "t", delete: ["cleanup\0policy"]) }
+    refused(/config "a\\u0000" has a NUL byte/) { admin.create_topic("t", config: { "a\0" => "1" }) }
+  end
+
+  it "refuses a max_wait_timeout librdkafka's 32-bit int cannot carry (a call raised RangeError)" do
+    expect { described_class.new { |config| config.max_wait_timeout = 2**31 } }
+      .to raise_error(Sluice::Errors::ConfigurationInvalidError, /max_wait_timeout must be at most 2147483647 ms, got 2147483648/)
   end
 end

@@ -19,6 +19,8 @@ module Sluice
       def validate!
         super
         positive!(:max_wait_timeout, @max_wait_timeout)
+        # librdkafka takes the wait as a 32-bit int of milliseconds.
+        invalid!("max_wait_timeout must be at most #{INT32_MAX} ms, got #{@max_wait_timeout.inspect}") if @max_wait_timeout > INT32_MAX
         self
       end
     end

@@ -25,6 +25,7 @@ module Sluice
       # @param group [String] the group id
       # @return [Hash] { state:, protocol:, members: [{ member_id:, client_id:, host:, assignment: { topic => [partition, ...] } }] }
       #   (state: :stable, :empty, :preparing_rebalance, :completing_rebalance, :dead or :unknown)
+      # @raise [ArgumentError] group is not an id Kafka can carry (empty, invalid text, a NUL byte, over 32,767 bytes)
       # @raise [Errors::UnknownGroupError]
       def describe_group(group)
         group = group_id(group)
@@ -37,6 +38,7 @@ module Sluice
       # What the group committed: the offset of the next message each partition would read.
       # @param group [String] the group id
       # @return [Hash] { topic => { partition => offset } } (empty for an unknown group)
+      # @raise [ArgumentError] group is not an id Kafka can carry (empty, invalid text, a NUL byte, over 32,767 bytes)
       def committed_offsets(group)
         group = group_id(group)
         partitions = group_partitions(:committed_offsets, group) { |client, id, ms| client.list_group_offsets(id, ms, group) }
@@ -48,6 +50,7 @@ module Sluice
       # How far the group is behind: { topic => { partition => high watermark - committed } }
       # @param group [String] the group id
       # @return [Hash{String => Hash{Integer => Integer}}] partitions the group committed for
+      # @raise [ArgumentError] group is not an id Kafka can carry (empty, invalid text, a NUL byte, over 32,767 bytes)
       # @example
       #   admin.lag("billing") # => { "orders" => { 0 => 12, 1 => 0 } }
       def lag(group)
@@ -63,7 +66,8 @@ module Sluice
       # @param group [String] the group id
       # @param topic [String, Symbol]
       # @param target [Symbol, Time, Hash{Integer => Integer}] :earliest, :latest, a Time, or { partition => offset }
-      # @raise [ArgumentError] target is none of those
+      # @raise [ArgumentError] a group id Kafka cannot carry; target is none of those; a partition or offset out of Kafka's range
+      #   (an offset is an Integer from 0 to 2**63-1); a Time before 1970-01-01 00:00:00 UTC or past 2**63-1 ms after it
       def reset_offsets(group, topic, target)
         group = group_id(group)
         topic = topic_name(topic)
@@ -77,6 +81,7 @@ module Sluice
       # Deletes a group and what it committed.
       # @param group [String] the group id
       # @return [nil]
+      # @raise [ArgumentError] group is not an id Kafka can carry (empty, invalid text, a NUL byte, over 32,767 bytes)
       # @raise [Errors::UnknownGroupError, Errors::GroupNotEmptyError]
       def delete_group(group)
         group = group_id(group)
@@ -129,17 +134,28 @@ module Sluice
 
         offsets.each do |partition, offset|
           partition!(partition)
-          raise ArgumentError, "an offset must be an Integer >= 0, got #{offset.inspect}" unless offset.is_a?(Integer) && !offset.negative?
+          offset!(partition, offset)
         end
+      end
+
+      # Kafka's offsets are 64-bit. A negative one is no position (librdkafka
+      # gives -1 and -2 the meaning "end" and "beginning"): :latest and :earliest ask for those.
+      def offset!(partition, offset)
+        return if offset.is_a?(Integer) && offset.between?(0, INT64_MAX)
+
+        raise ArgumentError, "the offset for partition #{partition} must be an Integer from 0 to #{INT64_MAX}, got #{offset.inspect}"
       end
 
       def partitions_of(topic) = describe_topic(topic)[:partitions].map { |partition| partition[:partition] }
 
-      # Any text Kafka can carry (a protocol string: at most 32,767 bytes), in a valid encoding.
+      # Any text Kafka can carry (a protocol string: at most 32,767 bytes), in
+      # a valid encoding, and without a NUL byte (librdkafka takes a C string).
       def group_id(group)
-        return group.encode(Encoding::UTF_8) if group.is_a?(String) && !group.empty? && group.valid_encoding? && group.bytesize <= 32_767
+        text = group.encode(Encoding::UTF_8) if group.is_a?(String) && group.valid_encoding?
+        return text if text && !text.empty? && text.bytesize <= 32_767 && !text.include?("\0")
 
-        raise ArgumentError, "a group id is a non-empty String of valid text, at most 32,767 bytes, got #{group.inspect[0, 200]}"
+        raise ArgumentError, "a group id is a non-empty String of valid text without NUL bytes, at most 32,767 bytes, " \
+                             "got #{group.inspect[0, 200]}"
       rescue EncodingError
         raise ArgumentError, "a group id must be convertible to UTF-8, got #{group.inspect[0, 200]}"
       end

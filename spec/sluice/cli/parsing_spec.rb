@@ -99,6 +99,8 @@ RSpec.describe Sluice::CLI do
       expect(described_class.parse("2024-01-01T00:00:04Z", "--to")).to eq(Time.utc(2024, 1, 1, 0, 0, 4))
       expect(described_class.parse("1704067204500", "--to")).to eq(Time.utc(2024, 1, 1, 0, 0, 4.5r))
       expect { described_class.parse("tuesday", "--to") }.to raise_error(Sluice::CLI::UsageError, /--to takes an ISO 8601 time/)
+      expect { described_class.parse("1969-12-31T23:59:59Z", "--to") }.to raise_error(Sluice::CLI::UsageError, /--to takes a time from 1970-01-01/)
+      expect { described_class.parse((2**63).to_s, "-o s@") }.to raise_error(Sluice::CLI::UsageError, /-o s@ takes a time from 1970-01-01/)
     end
   end
 
