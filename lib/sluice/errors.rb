@@ -3,8 +3,30 @@
 module Sluice
   # Every error sluice raises is a Sluice::Errors::BaseError.
   module Errors
+    # What became of the transaction an error escaped from (Producer#transaction
+    # sets it on every error it raises, the block's own ones included):
+    # - :aborted: it did not commit and never will (no commit was sent, or the
+    #   coordinator refused it); producing the same work again duplicates nothing;
+    # - :unknown: a commit was sent and its answer not learned (it timed out, the
+    #   producer was closed while it committed, the connection broke): it may have
+    #   committed, and the next transaction or close may still finish it. Check
+    #   the output (read_committed) before producing the same work again.
+    # nil on errors that did not come out of a transaction.
+    module TransactionOutcome
+      # @return [Symbol, nil] :aborted, :unknown, or nil outside a transaction (set by Producer#transaction)
+      attr_accessor :transaction_outcome
+
+      # @return [Boolean] the transaction did not commit, and never will
+      def transaction_aborted? = @transaction_outcome == :aborted
+
+      # @return [Boolean] the transaction may have committed
+      def transaction_outcome_unknown? = @transaction_outcome == :unknown
+    end
+
     # The ancestor of every sluice error: `rescue Sluice::Errors::BaseError` catches them all.
-    BaseError = Class.new(StandardError)
+    class BaseError < StandardError
+      include TransactionOutcome
+    end
 
     # Producer.new was given a setting sluice or librdkafka does not accept.
     ConfigurationInvalidError = Class.new(BaseError)

@@ -21,7 +21,13 @@ module Sluice
       # one after the failed transaction, an idempotent one before retrying the
       # produce that met the error. Bounded: attempts, and a backoff (ms) after
       # each reload. Codes in non_reloadable_errors never reload (a fenced
-      # producer was replaced by another one with its transactional.id).
+      # producer was replaced by another one with its transactional.id), but
+      # for a fence of a transaction older than transaction.timeout.ms: the
+      # broker's coordinator aborted it and bumped the epoch (an outage or a
+      # broker restart), and nobody else holds the id. A transactional
+      # producer reloads by default (true, as WaterDrop), so it works again
+      # after such an outage with no code of the application's; an idempotent
+      # one does not (false).
       attr_accessor :reload_on_transaction_fatal_error, :wait_backoff_on_transaction_fatal_error,
                     :max_attempts_on_transaction_fatal_error,
                     :reload_on_idempotent_fatal_error, :wait_backoff_on_idempotent_fatal_error,
@@ -44,7 +50,7 @@ module Sluice
         @wait_on_queue_full = true
         @wait_backoff_on_queue_full = 100
         @wait_timeout_on_queue_full = 10_000
-        @reload_on_transaction_fatal_error = false
+        @reload_on_transaction_fatal_error = true
         @wait_backoff_on_transaction_fatal_error = 1_000
         @max_attempts_on_transaction_fatal_error = 10
         @reload_on_idempotent_fatal_error = false

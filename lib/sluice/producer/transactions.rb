@@ -26,18 +26,23 @@ module Sluice
       INIT_BACKOFF = 0.1
 
       # The open transaction: who runs it, where it stands (:opening, :open,
-      # :ending, or :aborted once close took it over) and its first delivery
-      # handle (see config.wait_timeout_on_transaction_abort).
-      Transaction = Struct.new(:fiber, :thread, :state, :first_handle, :started_at)
+      # :ending, or :aborted once close took it over), its first delivery
+      # handle (see config.wait_timeout_on_transaction_abort), and whether a
+      # commit was sent (commit_sent) and then refused for certain (aborted).
+      Transaction = Struct.new(:fiber, :thread, :state, :first_handle, :started_at, :commit_sent, :aborted)
 
       # Runs the block in a transaction: commits when it returns, aborts and
       # re-raises when it raises, aborts quietly on Sluice::AbortTransaction,
       # aborts and raises EarlyTransactionExitNotAllowedError on break, return
       # or throw. A nested call joins the outer transaction.
+      # Every error raised out of it (the block's own ones too) says what
+      # became of the transaction: #transaction_outcome is :aborted (it did
+      # not commit, and never will) or :unknown (a commit was sent and its
+      # answer not learned: it may have committed). See Errors::TransactionOutcome.
       # @return the block's value (nil when aborted)
       # @raise [Errors::TransactionError] (#fatal? for a fatal error: with
-      #   config.reload_on_transaction_fatal_error the producer has already
-      #   rebuilt its client, and the next transaction can go ahead)
+      #   config.reload_on_transaction_fatal_error, the default, the producer
+      #   has already rebuilt its client, and the next transaction can go ahead)
       # @raise [Errors::EarlyTransactionExitNotAllowedError] the block was left by break, return or throw
       # @yield the work of the transaction: produce_*, transaction_mark_as_consumed
       # @example
@@ -45,24 +50,14 @@ module Sluice
       #     producer.produce_async(topic: "orders", payload: "created")
       #     producer.produce_async(topic: "audit", payload: "order created")
       #   end # both committed, or neither
-      def transaction
-        return yield if own_transaction?
+      def transaction(&)
+        return yield if own_transaction? # joined: the outer call ends it, and says what became of it
 
-        txn = open_transaction
-        outcome = :left_early
-        begin
-          value = yield
-          outcome = :commit
-          value
-        rescue AbortTransaction
-          outcome = :abort
-          nil
-        rescue Exception # rubocop:disable Lint/RescueException -- abort on anything, then re-raise
-          outcome = :failed
-          raise
-        ensure
-          end_transaction(txn, outcome)
-        end
+        txn = Transaction.new(Fiber.current, Thread.current, :opening, nil, now)
+        run_transaction(txn, &)
+      rescue Exception => e # rubocop:disable Lint/RescueException -- every error says what became of the transaction
+        failed(txn, e) if txn
+        raise
       end
 
       # Exactly once, consume-transform-produce: the consumer's offsets after
@@ -101,6 +96,38 @@ module Sluice
         @transactions_ready = false
         @transaction_reloads = 0
         @unfinished = nil # :commit or :abort: timed out, to be finished by the next transaction or close
+        @begun_at = nil # when librdkafka's current transaction began (see #fenced_by_timeout?)
+        @failures = FailureBackoff.new
+      end
+
+      def run_transaction(txn)
+        open_transaction(txn)
+        outcome = :left_early
+        begin
+          value = yield
+          outcome = :commit
+          value
+        rescue AbortTransaction
+          outcome = :abort
+          nil
+        rescue Exception # rubocop:disable Lint/RescueException -- abort on anything, then re-raise
+          outcome = :failed
+          raise
+        ensure
+          end_transaction(txn, outcome)
+        end
+      end
+
+      # The error leaving #transaction learns the outcome: unknown once a
+      # commit was sent, unless the coordinator refused it for certain (an
+      # abortable error, after which it was aborted). A fence or timeout after
+      # a commit was sent may hide one that went through. Errors of other
+      # classes (the block's own) learn it too, by extending them.
+      def failed(txn, error)
+        outcome = txn.commit_sent && !txn.aborted ? :unknown : :aborted
+        error.extend(Errors::TransactionOutcome) unless error.is_a?(Errors::TransactionOutcome) || error.frozen?
+        error.transaction_outcome = outcome if error.is_a?(Errors::TransactionOutcome)
+        @failures.failed(error)
       end
 
       # How long (ms) one commit, abort or send_offsets call waits: the
@@ -125,13 +152,13 @@ module Sluice
       # transaction of its own (committed before it returns).
       def needs_own_transaction? = @config.transactional? && !own_transaction?
 
-      def open_transaction
+      def open_transaction(txn)
         unless transactional?
           raise Errors::TransactionError.new("transaction",
                                              KafkaError.new(KafkaError.number_for(:not_configured), "producer has no transactional.id"))
         end
 
-        txn = Transaction.new(Fiber.current, Thread.current, :opening, nil, now)
+        @failures.wait
         @txn_lock.synchronize do
           @txn_changed.wait(@txn_lock) while @transaction
           ensure_open!
@@ -141,6 +168,7 @@ module Sluice
           prepare_transactions
           finish_unfinished
           transactional(:begin_transaction)
+          @begun_at = now
         rescue Exception # rubocop:disable Lint/RescueException -- the slot must be given back
           release(txn)
           recover_from_fatal_error
@@ -148,7 +176,6 @@ module Sluice
         end
         change(txn, :open)
         @monitor.instrument("transaction.started", producer_id: @id)
-        txn
       end
 
       # In slices (librdkafka lets a timed-out init_transactions be called
@@ -180,7 +207,7 @@ module Sluice
       def end_transaction(txn, outcome)
         taken_over = !claim(txn)
         case outcome
-        when :commit then taken_over ? raise_taken_over : commit_transaction
+        when :commit then taken_over ? raise_taken_over : commit_transaction(txn)
         when :abort then abort_transaction(txn, raise_errors: true) unless taken_over
         when :failed then abort_transaction(txn, raise_errors: false) unless taken_over
         when :left_early then left_early(txn, taken_over)
@@ -215,17 +242,20 @@ module Sluice
       # broker. In slices of COMMIT_SLICE, so a close (or a SIGTERM handler's)
       # stops it within one. One that timed out or was stopped is unfinished:
       # the next transaction, or close, makes it again first.
-      def commit_transaction(timeout_ms = transaction_timeout)
+      # txn: this call's transaction (nil: one a timed-out commit left
+      # unfinished), which learns that its commit was sent, or refused.
+      def commit_transaction(txn = nil, timeout_ms = transaction_timeout)
         deadline = now + (timeout_ms / 1000.0)
         attempts = 0
+        txn&.commit_sent = true
         begin
           transactional(:commit_transaction, ms_until(deadline).clamp(1, COMMIT_SLICE), unfinished: :commit)
-          @transaction_reloads = 0
-          @monitor.instrument("transaction.committed", producer_id: @id)
+          committed
         rescue Errors::TransactionError => e
           raise_closed_while_committing if @unfinished && close_waiting?
           retry if @unfinished && now < deadline
           if e.abortable?
+            txn&.aborted = true # librdkafka refuses a commit as abortable before it sends one, or the coordinator refused it
             abort_transaction(nil, raise_errors: false)
           elsif e.retryable? && !@unfinished && (attempts += 1) < COMMIT_ATTEMPTS
             sleep(COMMIT_BACKOFF)
@@ -233,6 +263,13 @@ module Sluice
           end
           raise
         end
+      end
+
+      def committed
+        @begun_at = nil # ended on the broker: nothing of it left to time out
+        @transaction_reloads = 0
+        @failures.reset
+        @monitor.instrument("transaction.committed", producer_id: @id)
       end
 
       # A close runs on another thread (or a signal handler's), and waits for
@@ -248,6 +285,7 @@ module Sluice
       def abort_transaction(txn, raise_errors:, timeout_ms: call_timeout)
         wait_for_first_delivery(txn)
         transactional(:abort_transaction, [timeout_ms, 1].max, unfinished: :abort)
+        @begun_at = nil
         @monitor.instrument("transaction.aborted", producer_id: @id)
       rescue Errors::BaseError => e
         raise if raise_errors
@@ -260,7 +298,7 @@ module Sluice
       # broker does not answer) and the next transaction tries again.
       def finish_unfinished(timeout_ms = call_timeout, raise_errors: true)
         case @unfinished
-        when :commit then commit_transaction(timeout_ms)
+        when :commit then commit_transaction(nil, timeout_ms)
         when :abort then abort_transaction(nil, raise_errors: true, timeout_ms: timeout_ms)
         end
       rescue Errors::BaseError => e
@@ -340,13 +378,35 @@ module Sluice
         return unless fatal
 
         error = KafkaError.new(*fatal, fatal: true)
-        return unless @config.reload_on_transaction_fatal_error && !@config.non_reloadable_errors.include?(error.code)
+        return unless @config.reload_on_transaction_fatal_error && reloadable?(error)
         return if (@transaction_reloads += 1) > @config.max_attempts_on_transaction_fatal_error
 
         reload!(error, @transaction_reloads)
         sleep(@config.wait_backoff_on_transaction_fatal_error / 1000.0)
       rescue StandardError => e
         @monitor.instrument("error.occurred", producer_id: @id, type: "producer.reload", error: e)
+      end
+
+      def reloadable?(error) = !@config.non_reloadable_errors.include?(error.code) || fenced_by_timeout?(error)
+
+      # librdkafka reports two different fences as one :fenced: another
+      # producer took the transactional.id (its init bumped the epoch), or the
+      # broker's coordinator aborted this producer's transaction once it was
+      # open longer than transaction.timeout.ms, and bumped the epoch itself
+      # (an outage or a broker restart longer than that leaves this). The
+      # broker's clock for a transaction starts after ours (at its first
+      # partition), so a transaction younger than the timeout was fenced by
+      # another producer: that stays fatal. An older one is taken to be the
+      # broker's timeout, and a new client takes the transactional.id back.
+      # (A producer stalled past the timeout while a successor took over
+      # cannot tell the two apart: docs/DESIGN.md#a-fence-or-a-timeout.)
+      # Judged once, when the fence is first met: the later calls of a fenced
+      # client ask about no transaction.
+      def fenced_by_timeout?(error)
+        return false unless error.code == :fenced && @begun_at
+
+        began, @begun_at = @begun_at, nil
+        now - began >= transaction_timeout / 1000.0
       end
 
       # Transaction calls cannot be cut short: interrupts (Timeout,

@@ -7,8 +7,8 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
   let(:txn_settings) { {} }
   let(:producer) { build_transactional(**txn_settings) }
 
-  def build_transactional(transactional_id: "sluice-spec-edges-#{SecureRandom.hex(6)}", **settings)
-    build_producer(kafka: { "transactional.id": transactional_id }, **settings)
+  def build_transactional(transactional_id: "sluice-spec-edges-#{SecureRandom.hex(6)}", kafka: {}, **settings)
+    build_producer(kafka: { "transactional.id": transactional_id }.merge(kafka), **settings)
   end
 
   # Payloads a read_committed consumer sees from `offset` up to the marker (a
@@ -66,7 +66,9 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
 
       expect(elapsed).to be_between(0.45, 10)
       expect(producer).to be_closed
-      expect { owner.join }.to raise_error(Sluice::Errors::ProducerClosedError, /closed while this transaction was open: close aborted it/)
+      expect { owner.join }.to raise_error(Sluice::Errors::ProducerClosedError, /closed while this transaction was open: close aborted it/) { |e|
+        expect(e.transaction_outcome).to eq(:aborted) # close aborted it before any commit
+      }
       expect(committed_from(first.offset).grep(/#{id}/)).to eq([]) # nothing stayed open or got committed
     end
   end
@@ -113,7 +115,9 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       id = SecureRandom.hex(4)
       start = producer.transaction { producer.produce_sync(topic: topic, payload: "start-#{id}") }
       %i[leave_with_break leave_with_return leave_with_throw].each do |way|
-        expect { send(way, id) }.to raise_error(Sluice::Errors::EarlyTransactionExitNotAllowedError, /break, return or throw/), way.to_s
+        expect { send(way, id) }.to raise_error(Sluice::Errors::EarlyTransactionExitNotAllowedError, /break, return or throw/) { |e|
+          expect(e).to be_transaction_aborted
+        }
         expect(producer.transaction?).to be(false)
       end
       producer.transaction { producer.produce_sync(topic: topic, payload: "after-#{id}") }
@@ -139,31 +143,84 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
         .to raise_error(Sluice::Errors::TransactionError) { |e| expect([e.code, e.fatal?]).to eq([:fenced, true]) }
     end
 
-    it "stays down without reload_on_transaction_fatal_error (the default): no new client is built" do
+    # A fence of a transaction younger than transaction.timeout.ms cannot be
+    # the broker's timeout: another producer holds the transactional.id, and
+    # a reload would fence it back (zombie fencing undone). So it stays fatal,
+    # reload_on_transaction_fatal_error (true by default) notwithstanding.
+    it "stays down at the defaults when another producer took its transactional.id; the successor keeps committing" do
       transactional_id = "sluice-spec-fenced-#{SecureRandom.hex(4)}"
       fenced = build_transactional(transactional_id: transactional_id)
+      expect(fenced.config.reload_on_transaction_fatal_error).to be(true)
       reloads = record_events(fenced.monitor, "producer.reloaded")
       fenced.transaction { fenced.produce_sync(topic: topic, payload: "before fencing") }
       client = fenced.instance_variable_get(:@client)
-      build_transactional(transactional_id: transactional_id).transaction { nil }
+      successor = build_transactional(transactional_id: transactional_id)
+      successor.transaction { nil } # its init fences `fenced`
+      id = SecureRandom.hex(4)
 
-      2.times do
-        expect { fenced.transaction { fenced.produce_sync(topic: topic, payload: "fenced") } }
-          .to raise_error(Sluice::Errors::BaseError) { |e| expect(e.fatal?).to be(true) }
+      3.times do
+        expect { fenced.transaction { fenced.produce_sync(topic: topic, payload: "fenced-#{id}") } }
+          .to raise_error(Sluice::Errors::BaseError) { |e| expect([e.code, e.fatal?, e.transaction_outcome]).to eq([:fenced, true, :aborted]) }
       end
       expect(fenced.instance_variable_get(:@client)).to equal(client)
       expect(reloads.events).to be_empty
+      last = successor.transaction { successor.produce_sync(topic: topic, payload: "successor-#{id}") }
+      expect(committed_from(last.offset).grep(/#{id}/)).to eq(["successor-#{id}"])
     end
 
-    it "is not reloaded even when reload_on_transaction_fatal_error is set (fenced is non-reloadable)" do
+    it "backs off between failed transactions instead of refusing each at once" do
       transactional_id = "sluice-spec-fenced-#{SecureRandom.hex(4)}"
-      fenced = build_transactional(transactional_id: transactional_id, reload_on_transaction_fatal_error: true)
-      reloads = record_events(fenced.monitor, "producer.reloaded")
-      fenced.transaction { fenced.produce_sync(topic: topic, payload: "before fencing") }
-      build_transactional(transactional_id: transactional_id).transaction { nil } # the successor's init fences it
+      fenced = build_transactional(transactional_id: transactional_id)
+      fenced.transaction { nil }
+      build_transactional(transactional_id: transactional_id).transaction { nil }
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      attempts = 0
+      while Process.clock_gettime(Process::CLOCK_MONOTONIC) - started < 1.0 # an application retrying in a loop
+        begin
+          fenced.transaction { fenced.produce_sync(topic: topic, payload: "fenced") }
+        rescue Sluice::Errors::BaseError
+          attempts += 1
+        end
+      end
+      # 0.1, 0.2, 0.4 s between them: 4 or 5 attempts in a second, where at once it was thousands.
+      expect(attempts).to be_between(2, 6)
+    end
+  end
 
-      expect { fenced.transaction { fenced.produce_sync(topic: topic, payload: "fenced") } }
-        .to raise_error(Sluice::Errors::ProduceError) { |e| expect(e.code).to eq(:fenced) }
+  # The broker's coordinator aborts a transaction open past its
+  # transaction.timeout.ms and bumps the producer's epoch: the producer's
+  # next call is fenced, with no other producer about (what an outage or a
+  # broker restart longer than the timeout leaves; the cluster and own-broker
+  # specs make those). bin/kafka's broker checks for expired transactions
+  # every second.
+  describe "a transaction the broker aborted for its transaction.timeout.ms" do
+    def expire_transaction(producer, id)
+      producer.transaction do
+        producer.produce_sync(topic: topic, payload: "expired-#{id}") # the coordinator's transaction began
+        sleep 4 # held open past its 1 s timeout and the broker's 1 s check: the precondition, not a wait for anything
+      end
+    rescue Sluice::Errors::BaseError => e
+      e
+    end
+
+    it "is taken back at the defaults: the fence is reloaded, and the next transaction commits" do
+      producer = build_transactional(kafka: { "transaction.timeout.ms": 1_000, "message.timeout.ms": 1_000 })
+      reloads = record_events(producer.monitor, "producer.reloaded")
+      id = SecureRandom.hex(4)
+      error = expire_transaction(producer, id)
+      expect(error).to be_a(Sluice::Errors::TransactionError)
+      expect([error.code, error.fatal?, error.transaction_outcome]).to eq([:fenced, true, :unknown])
+      expect(reloads.events.map { |event| event[:error].code }).to eq([:fenced])
+      later = producer.transaction { producer.produce_sync(topic: topic, payload: "later-#{id}") }
+      expect(committed_from(later.offset).grep(/#{id}/)).to eq(["later-#{id}"])
+    end
+
+    it "stays down with reload_on_transaction_fatal_error false" do
+      producer = build_transactional(kafka: { "transaction.timeout.ms": 1_000, "message.timeout.ms": 1_000 },
+                                     reload_on_transaction_fatal_error: false)
+      reloads = record_events(producer.monitor, "producer.reloaded")
+      expect(expire_transaction(producer, SecureRandom.hex(4))).to have_attributes(code: :fenced, fatal?: true)
+      expect { producer.transaction { nil } }.to raise_error(Sluice::Errors::TransactionError) { |e| expect(e.code).to eq(:fenced) }
       expect(reloads.events).to be_empty
     end
   end

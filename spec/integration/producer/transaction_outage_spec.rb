@@ -85,6 +85,7 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
                                          "(the commit: #{committer.value.class})")
     expect(committer.value).to be_a(Sluice::Errors::ProducerClosedError)
     expect(committer.value.message).to include("may still commit")
+    expect(committer.value.transaction_outcome).to eq(:unknown)
     # One commit slice to stop the commit, then close's own bound (the commit made again, a purge).
     expect(closing).to be < slice + (2 * wait_ms / 1000.0) + 1
     expect(producer).to be_closed
@@ -134,6 +135,59 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
       retry
     end
     expect(committed_payloads(topic).last(3)).to eq(%w[before during after]) # after the suite's warm-up transaction
+  end
+
+  # Issue 46: the broker's coordinator aborts a transaction open past
+  # transaction.timeout.ms and bumps the producer's epoch; the client's next
+  # call is fenced (fatal). Before, no transaction committed again (1,130 in
+  # a row failed at once); now a fence of a transaction older than the
+  # timeout reloads the client, and the next transactions commit.
+  it "commits again by itself once a broker killed mid-transaction is back, past transaction.timeout.ms" do
+    timeout_ms = 3_000
+    producer = transactional_producer(wait_ms, transaction_timeout_ms: timeout_ms)
+    reloads = record_events(producer.monitor, "producer.reloaded")
+    producer.transaction { producer.produce_sync(topic: topic, payload: "before") }
+    id = SecureRandom.hex(4)
+    error = nil
+    begin
+      producer.transaction do
+        producer.produce_sync(topic: topic, payload: "doomed-#{id}") # the broker's transaction began
+        OwnBroker.signal("KILL")
+      end
+    rescue Sluice::Errors::BaseError => e
+      error = e
+    end
+    expect(error).to be_a(Sluice::Errors::TransactionError)
+    expect(error.transaction_outcome).to eq(:unknown) # a commit was under way: librdkafka goes on with it once the broker is back
+    OwnBroker.start # its data kept: the coordinator loads the transaction, expired, and aborts it unless the commit came first
+    recovered = now
+    failures = commit_five(producer, topic, id, within: 30)
+    took = now - recovered
+    RSpec.configuration.reporter.message("    broker killed mid-transaction (#{TestKafka::MODE}): 5 transactions committed #{took.round(2)} s " \
+                                         "after it was back, #{failures.size} failed first (#{failures.uniq.join(", ")}), " \
+                                         "reloads #{reloads.events.map { |event| event[:error].code }}")
+    payloads = committed_payloads(topic)
+    expect(payloads.grep(/after-#{id}/)).to eq((0...5).map { |i| "after-#{id}-#{i}" })
+    expect(payloads.count("doomed-#{id}")).to be <= 1 # the outcome was unknown: committed once, or aborted
+  end
+
+  # Five transactions, each of one message, committed within `within` seconds:
+  # a failed one is made again, as an application would, when its outcome is
+  # :aborted (an :unknown one may have committed: the example fails instead).
+  # @return [Array<Symbol>] the codes of the failures on the way
+  def commit_five(producer, topic, id, within:)
+    deadline = now + within
+    failures = []
+    5.times do |i|
+      producer.transaction { producer.produce_sync(topic: topic, payload: "after-#{id}-#{i}") }
+    rescue Sluice::Errors::BaseError => e
+      raise if e.transaction_outcome_unknown? || now > deadline
+
+      failures << e.code
+      retry
+    end
+    expect(now).to be <= deadline
+    failures
   end
 
   describe "SIGTERM while the transaction waits on a broker that was killed" do
