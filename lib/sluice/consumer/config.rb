@@ -22,8 +22,24 @@ module Sluice
         positive!(:max_wait_timeout, @max_wait_timeout)
         group = kafka_setting("group.id")
         invalid!('kafka needs "group.id": a consumer reads as a member of a consumer group') if group.nil? || group.empty?
+        validate_group_protocol!
         self
       end
+
+      # The classic protocol's member settings that KIP-848's consumer
+      # protocol ("group.protocol": "consumer") moves to the broker (or to
+      # another setting), and where each lives there.
+      CLASSIC_ONLY = {
+        "session.timeout.ms" => "the broker's group.consumer.session.timeout.ms, or the group's consumer.session.timeout.ms " \
+                                "(kafka-configs.sh --entity-type groups)",
+        "heartbeat.interval.ms" => "the broker's group.consumer.heartbeat.interval.ms, or the group's consumer.heartbeat.interval.ms " \
+                                   "(kafka-configs.sh --entity-type groups)",
+        "partition.assignment.strategy" => 'the client\'s "group.remote.assignor" ("uniform" or "range"; the broker\'s group.consumer.assignors)',
+        "group.protocol.type" => "nothing: the consumer protocol has no protocol type"
+      }.freeze
+
+      # @return [Boolean] the group protocol is KIP-848's ("group.protocol": "consumer")
+      def consumer_protocol? = kafka_setting("group.protocol") == "consumer"
 
       # librdkafka's prefetch pauses once the consumer queue holds
       # queued.min.messages (100,000) or queued.max.messages.kbytes (64 MB of
@@ -79,9 +95,21 @@ module Sluice
 
       private
 
-      # Unless the application chose one, or a session so short that 1 s is more than a third of it.
+      def validate_group_protocol!
+        return unless consumer_protocol?
+
+        CLASSIC_ONLY.each do |name, instead|
+          next unless kafka_setting(name)
+
+          invalid!(%(#{name} is a setting of the classic group protocol; with "group.protocol": "consumer" (KIP-848) it is #{instead}))
+        end
+      end
+
+      # Unless the application chose one, or a session so short that 1 s is
+      # more than a third of it. Never under KIP-848's protocol: there the
+      # broker sets the heartbeat, and librdkafka refuses the setting.
       def default_heartbeat?
-        return false if kafka_setting("heartbeat.interval.ms")
+        return false if kafka_setting("heartbeat.interval.ms") || consumer_protocol?
 
         session = kafka_setting("session.timeout.ms")
         session.nil? || Integer(session, exception: false).to_i >= 3 * Integer(HEARTBEAT_INTERVAL_MS)

@@ -34,6 +34,34 @@ RSpec.describe Sluice::Consumer::Config do
     expect(pairs("fetch.queue.backoff.ms": 1000)).not_to include("queued.min.messages")
   end
 
+  # KIP-848 (issue 40): librdkafka refuses heartbeat.interval.ms under
+  # "group.protocol": "consumer", so sluice's default made that protocol
+  # impossible to use.
+  it "sets no heartbeat under KIP-848's consumer protocol, and names the classic settings it refuses with where they live" do
+    expect(pairs("group.protocol": "consumer")).not_to include("heartbeat.interval.ms")
+    expect(pairs("group.protocol": "classic")["heartbeat.interval.ms"]).to eq("1000")
+    {
+      "heartbeat.interval.ms": [3000, /group.consumer.heartbeat.interval.ms/],
+      "session.timeout.ms": [45_000, /group.consumer.session.timeout.ms/],
+      "partition.assignment.strategy": ["range", /group.remote.assignor/],
+      "group.protocol.type": ["consumer", /no protocol type/]
+    }.each do |name, (value, instead)|
+      expect { pairs("group.protocol": "consumer", name => value) }
+        .to raise_error(Sluice::Errors::ConfigurationInvalidError,
+                        /\A#{Regexp.escape(name.to_s)} is a setting of the classic group protocol.*#{instead.source}/)
+    end
+  end
+
+  it "builds a KIP-848 consumer at its defaults (librdkafka accepts what sluice hands it)" do
+    consumer = Sluice::Consumer.new do |config|
+      config.kafka = { "bootstrap.servers": "127.0.0.1:1", "group.id": "g", "group.protocol": "consumer" }
+      config.logger = Logger.new(nil)
+    end
+    expect(consumer).not_to be_closed
+  ensure
+    consumer&.close(timeout: 1_000)
+  end
+
   it "sets nothing librdkafka older than 2.2 does not know, and keeps the queue its fixed second needs" do
     allow(Sluice).to receive(:librdkafka_version).and_return("2.0.2")
     expect(pairs).not_to include("fetch.queue.backoff.ms", "queued.min.messages")
