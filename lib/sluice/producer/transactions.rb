@@ -405,7 +405,8 @@ module Sluice
       def fenced_by_timeout?(error)
         return false unless error.code == :fenced && @begun_at
 
-        began, @begun_at = @begun_at, nil
+        began = @begun_at
+        @begun_at = nil
         now - began >= transaction_timeout / 1000.0
       end
 
