@@ -247,7 +247,13 @@ module Sluice
       # Native::Consumer#close_begin): rebalances answered, messages dropped.
       def serve_until_closed(deadline)
         until @client.consumer_closed?
-          @client.consume(DRAIN_ITEMS, DRAIN_BUDGET).each { |item| control(item, deadline) unless item.is_a?(Message) } # messages: dropped
+          @client.consume(DRAIN_ITEMS, DRAIN_BUDGET).each do |item|
+            # A group that terminated waits for no answer: one would be lost
+            # without its patch 0003, and wait forever (librdkafka issue 4884).
+            break if @client.consumer_closed?
+
+            control(item, deadline) unless item.is_a?(Message) # messages: dropped
+          end
           break if now >= deadline
 
           wait(deadline) unless @client.consume_exhausted?

@@ -60,9 +60,11 @@ module Sluice
         pairs
       end
 
+      # A group that terminated meanwhile (a closing consumer's) answers
+      # :destroy (librdkafka patch 0003): nothing is left to assign, nothing to report.
       def answered!(error, action)
         @answered = true
-        return unless error
+        return unless error && KafkaError.code_for(error.first) != :destroy
 
         @instrument.call("error.occurred", type: "consumer.rebalance_error",
                                            error: Errors::ConsumerError.new(action, KafkaError.from_tuple(error)))
