@@ -121,6 +121,14 @@ module SpecHelpers
 
   def record_events(monitor, *names) = EventRecorder.new(monitor, *names)
 
+  # Payloads a read_committed consumer sees in topic's partition 0 from
+  # offset up to a marker (produced afterwards by a plain producer, so the read ends).
+  def committed_since(topic, offset)
+    marker = "marker-#{SecureRandom.hex(4)}"
+    build_producer.produce_sync(topic: topic, partition: 0, payload: marker)
+    consume_until(topic, 0, offset, isolation: "read_committed") { |m| m[:payload] == marker }.map { |m| m[:payload] } - [marker]
+  end
+
   # Reads topic/partition from offset until the block accepts a message (that
   # message included): for topics other runs may write to at the same time.
   # @return [Array<Hash>] as #consume

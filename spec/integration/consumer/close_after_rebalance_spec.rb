@@ -21,16 +21,18 @@ RSpec.describe "Consumer close right after a rebalance", :kafka do
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
+  def member(group, **kafka)
+    Sluice::Consumer.new do |config|
+      config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": group, **kafka }
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+    end
+  end
+
   it "closes six consumers one after another, each within its timeout (+ 1 s for a busy machine)" do
     timeout_ms = 3_000
     group = "sluice-spec-close-rebalance-#{rand(1 << 30)}"
-    consumers = Array.new(6) do
-      Sluice::Consumer.new do |config|
-        config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": group, "auto.offset.reset": "earliest" }
-        config.polling.mode = TestKafka::MODE
-        config.logger = Logger.new(nil)
-      end
-    end
+    consumers = Array.new(6) { member(group, "auto.offset.reset": "earliest") }
     assigned = Queue.new
     consumers.each do |consumer|
       consumer.monitor.subscribe("consumer.partitions_assigned") { assigned << true }
@@ -64,13 +66,7 @@ RSpec.describe "Consumer close right after a rebalance", :kafka do
      skip: (ENV["SLUICE_USE_SYSTEM_LIBRDKAFKA"] == "1" && "the system's librdkafka lacks patch 0003: a close can hang there") do
     timeout_ms = 5_000
     group = "sluice-spec-close-stopped-#{rand(1 << 30)}"
-    consumers = Array.new(30) do
-      Sluice::Consumer.new do |config|
-        config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": group, "auto.offset.reset": "earliest" }
-        config.polling.mode = TestKafka::MODE
-        config.logger = Logger.new(nil)
-      end
-    end
+    consumers = Array.new(30) { member(group, "auto.offset.reset": "earliest") }
     assigned = Queue.new
     consumers.each do |consumer|
       consumer.monitor.subscribe("consumer.partitions_assigned") { |event| event[:partitions].each_value { |list| list.each { assigned << _1 } } }
@@ -99,13 +95,7 @@ RSpec.describe "Consumer close right after a rebalance", :kafka do
      skip: (ENV["SLUICE_USE_SYSTEM_LIBRDKAFKA"] == "1" && "the system's librdkafka lacks patch 0004: the member stays 45 s") do
     group = "sluice-spec-close-idle-#{rand(1 << 30)}"
     admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": TestKafka::BROKERS } }
-    consumers = Array.new(2) do
-      Sluice::Consumer.new do |config|
-        config.kafka = { "bootstrap.servers": TestKafka::BROKERS, "group.id": group, "partition.assignment.strategy": "cooperative-sticky" }
-        config.polling.mode = TestKafka::MODE
-        config.logger = Logger.new(nil)
-      end
-    end
+    consumers = Array.new(2) { member(group, "partition.assignment.strategy": "cooperative-sticky") }
     consumers.each { |consumer| consumer.subscribe("sluice-spec-1p") }
     readers = consumers.map { |consumer| Thread.new { consumer.each_batch { nil } } }
     settled = lambda do

@@ -11,13 +11,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
     build_producer(kafka: { "transactional.id": transactional_id }.merge(kafka), **settings)
   end
 
-  # Payloads a read_committed consumer sees from `offset` up to the marker (a
-  # message produced afterwards by a plain producer, so the read ends).
-  def committed_from(offset)
-    marker = "marker-#{SecureRandom.hex(4)}"
-    build_producer.produce_sync(topic: topic, payload: marker)
-    consume_until(topic, 0, offset, isolation: "read_committed") { |m| m[:payload] == marker }.map { |m| m[:payload] } - [marker]
-  end
+  def committed_from(offset) = committed_since(topic, offset)
 
   describe "close while another thread's transaction is open" do
     it "waits for the transaction to commit (within the close timeout), then closes" do

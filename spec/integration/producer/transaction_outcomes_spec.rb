@@ -17,11 +17,7 @@ RSpec.describe "What became of a transaction that raised", :kafka, timeout: 120 
     e
   end
 
-  def committed_from(offset)
-    marker = "marker-#{SecureRandom.hex(4)}"
-    build_producer.produce_sync(topic: topic, payload: marker)
-    consume_until(topic, 0, offset, isolation: "read_committed") { |m| m[:payload] == marker }.map { |m| m[:payload] } - [marker]
-  end
+  def committed_from(offset) = committed_since(topic, offset)
 
   it "is :aborted on the block's own error, of any class, which keeps its class" do
     error = raised { producer.transaction { raise KeyError, "the application's" } }
