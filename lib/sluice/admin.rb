@@ -122,8 +122,10 @@ module Sluice
     # @raise [Errors::UnknownTopicError]
     def describe_topic(name)
       name = topic_name(name)
-      partitions = describe_all(:describe_topic, name)[:topics].fetch(name) do
-        fail!(:describe_topic, name, KafkaError.number_for(:unknown_topic_or_part), "no topic #{name}")
+      described = describe_all(:describe_topic, name)
+      partitions = described[:topics].fetch(name) do
+        code = described[:errors][name]
+        fail!(:describe_topic, name, code || KafkaError.number_for(:unknown_topic_or_part), code ? nil : "no topic #{name}")
       end
       { name: name, partitions: partitions }
     end
@@ -210,7 +212,9 @@ module Sluice
     def describe_all(action, subject)
       code, topics, brokers, cluster_id, controller_id = blocking(action, subject) { |client, ms| client.describe(ms) }
       fail!(action, subject, code, nil) unless code.zero?
-      { topics: topics.select { |_, error, _| error.zero? }.to_h { |name, _, partitions| [name, partitions.map { |p| partition_info(p) }] },
+      described, failed = topics.partition { |_, error, _| error.zero? }
+      { topics: described.to_h { |name, _, partitions| [name, partitions.map { |p| partition_info(p) }] },
+        errors: failed.to_h { |name, error, _| [name, error] }, # a topic the broker answered with an error (a leader election, say)
         brokers: brokers.map { |id, host, port| { id: id, host: host, port: port } },
         cluster_id: cluster_id, controller_id: controller_id }
     end

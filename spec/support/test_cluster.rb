@@ -51,9 +51,26 @@ module TestCluster
       names
     end
 
-    # @return [Integer] the node leading topic/partition, asked directly (not through a proxy)
-    def leader(topic, partition)
-      with_admin { |admin| admin.describe_topic(topic)[:partitions].find { |p| p[:partition] == partition }.fetch(:leader) }
+    # @return [Integer] the node leading topic/partition, asked directly (not
+    # through a proxy). Asked again for up to timeout seconds while the answer
+    # lacks the topic or its leader: CI once had a node answer, minutes after
+    # the topic's creation and after other specs had restarted nodes, without it.
+    def leader(topic, partition, timeout: 30)
+      deadline = now + timeout
+      with_admin do |admin|
+        loop do
+          found = admin.describe_topic(topic)[:partitions].find { |p| p[:partition] == partition }&.fetch(:leader)
+          return found if found && found >= 0
+          raise "#{topic}/#{partition} has no leader #{timeout}s on" if now > deadline
+
+          sleep(0.2)
+        rescue Sluice::Errors::AdminError => e # UnknownTopicError among them
+          raise if now > deadline
+
+          warn("TestCluster.leader(#{topic}, #{partition}): #{e.message}; asking again")
+          sleep(0.2)
+        end
+      end
     end
 
     # SIGKILL, then wait until the controller has fenced the node: none of the
