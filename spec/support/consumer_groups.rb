@@ -255,6 +255,15 @@ module ConsumerGroups
 
     def running? = @process.alive?
 
+    def pid = @process.pid
+
+    # A line to its stdin (crash_consumer.rb: "pace <seconds>"). A worker that is gone is not told.
+    def tell(line)
+      @stdin.write("#{line}\n")
+    rescue IOError, Errno::EPIPE
+      nil
+    end
+
     def kill
       Process.kill("KILL", @process.pid)
       @process.value

@@ -12,9 +12,15 @@
 #   open <count>                   exactly once: a transaction has produced its
 #                                  batch's copies and added their offsets, and is not committed
 #   failed <error>                 a transaction failed (its batch is read again)
+#   reloaded <code>                exactly once: the producer rebuilt its client after a fatal error
 #
 # Run as `ruby -I lib crash_consumer.rb` with KAFKA_BROKERS,
 # SLUICE_POLLING_MODE, GROUP, INPUT and, for exactly once, OUTPUT and TXN_ID.
+# Optional: ASSIGNMENT (partition.assignment.strategy), MAX_FAILURES (failed
+# transactions in a row before it gives up and exits 1; default 5),
+# KAFKA_DEBUG (librdkafka's debug contexts, logged on stderr), BATCH_SECONDS
+# (exactly once: each batch takes at least this long, its transaction
+# included, as work would; a line "pace <seconds>" on stdin changes it).
 require "logger"
 require "sluice"
 
@@ -22,16 +28,30 @@ $stdout.sync = true
 
 def say(line) = $stdout.write("#{line}\n")
 
-def kafka(extra) = { "bootstrap.servers": ENV.fetch("KAFKA_BROKERS") }.merge(extra)
+def kafka(extra)
+  settings = { "bootstrap.servers": ENV.fetch("KAFKA_BROKERS") }.merge(extra)
+  settings[:debug] = ENV.fetch("KAFKA_DEBUG") if ENV.key?("KAFKA_DEBUG")
+  settings
+end
+
+def log_level = ENV.key?("KAFKA_DEBUG") ? Logger::DEBUG : Logger::WARN
+
+def logger(name)
+  Logger.new($stderr, level: log_level, progname: name).tap do |logger|
+    logger.formatter = proc { |severity, time, progname, message| "#{time.strftime("%H:%M:%S.%L")} #{progname} #{severity} #{message}\n" }
+  end
+end
 
 def mode = ENV.fetch("SLUICE_POLLING_MODE", "fd").to_sym
 
 def build_consumer(exactly_once)
+  assignment = ENV.key?("ASSIGNMENT") ? { "partition.assignment.strategy": ENV.fetch("ASSIGNMENT") } : {}
   consumer = Sluice::Consumer.new do |config|
     config.kafka = kafka("group.id": ENV.fetch("GROUP"), "auto.offset.reset": "earliest", "session.timeout.ms": 6_000,
-                         "heartbeat.interval.ms": 500, "auto.commit.interval.ms": 500, "enable.auto.commit": !exactly_once)
+                         "heartbeat.interval.ms": 500, "auto.commit.interval.ms": 500, "enable.auto.commit": !exactly_once,
+                         **assignment)
     config.polling.mode = mode
-    config.logger = Logger.new($stderr, level: Logger::WARN)
+    config.logger = logger("consumer")
   end
   consumer.monitor.subscribe("consumer.partitions_assigned") { |e| say("assigned #{e[:partitions].values.flatten.join(",")}") }
   consumer.monitor.subscribe("consumer.partitions_revoked") { |e| say("revoked #{e[:partitions].values.flatten.join(",")}") }
@@ -40,12 +60,15 @@ def build_consumer(exactly_once)
 end
 
 def build_producer
-  Sluice::Producer.new do |config|
+  producer = Sluice::Producer.new do |config|
     config.kafka = kafka("transactional.id": ENV.fetch("TXN_ID"), "linger.ms": 5)
     config.polling.mode = mode
-    config.logger = Logger.new($stderr, level: Logger::WARN)
+    config.logger = logger("producer")
     config.wait_timeout_on_transaction_abort = 5_000 # librdkafka issue 4849: see Sluice::Producer::Config
   end
+  producer.monitor.subscribe("producer.reloaded") { |e| say("reloaded #{e[:error].code}") }
+  producer.monitor.subscribe("error.occurred") { |e| warn("producer error.occurred #{e[:type]}: #{e[:error]}") }
+  producer
 end
 
 # At least once: each_message stores a message's offset once the block
@@ -65,16 +88,34 @@ def exactly_once(consumer)
   # killed) is aborted now, and its pending offsets no longer hold up this
   # consumer's offset fetch (librdkafka asks for stable offsets).
   producer.transaction { nil }
-  failures = 0
+  failures = 0 # in a row
   begin
-    consumer.each_batch(max_items: 100, max_wait: 200) { |batch| transform(producer, consumer, batch) }
+    consumer.each_batch(max_items: 100, max_wait: 200) do |batch|
+      began = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      transform(producer, consumer, batch)
+      failures = 0
+      pace(began)
+    end
   rescue Sluice::Errors::TransactionError => e
     say("failed #{e.message}")
-    retry if (failures += 1) < 5 # each_batch rewound the batch's partitions: read again
+    retry if (failures += 1) < Integer(ENV.fetch("MAX_FAILURES", "5")) # each_batch rewound the batch's partitions: read again
     raise
   ensure
     producer.close
   end
+end
+
+# How long a batch takes at least (s): BATCH_SECONDS, then what stdin says.
+module Pace
+  class << self
+    attr_accessor :seconds
+  end
+end
+Pace.seconds = Float(ENV.fetch("BATCH_SECONDS", "0"))
+
+def pace(began)
+  left = Pace.seconds - (Process.clock_gettime(Process::CLOCK_MONOTONIC) - began)
+  sleep(left) if left.positive? # the rest of the batch's work, outside its transaction
 end
 
 def transform(producer, consumer, batch)
@@ -90,7 +131,7 @@ exactly_once = ENV.key?("TXN_ID")
 consumer = build_consumer(exactly_once)
 consumer.subscribe(ENV.fetch("INPUT"))
 Thread.new do
-  $stdin.read
+  $stdin.each_line { |line| Pace.seconds = Float(line[/\Apace (\S+)/, 1]) if line.start_with?("pace ") }
   consumer.stop
 end
 exactly_once ? exactly_once(consumer) : at_least_once(consumer)
