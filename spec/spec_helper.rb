@@ -5,6 +5,8 @@ require "sluice"
 require "timeout"
 
 Dir[File.join(__dir__, "support", "*.rb")].sort.each { |file| require file }
+# The scenario processes' consumers follow SLUICE_GROUP_PROTOCOL too (spec/support/group_protocol.rb).
+ENV["RUBYOPT"] = "#{ENV.fetch("RUBYOPT", nil)} -r#{File.join(__dir__, "support", "group_protocol.rb")}".strip if GroupProtocol.consumer?
 
 RSpec.configure do |config|
   config.disable_monkey_patching!
@@ -19,6 +21,10 @@ RSpec.configure do |config|
   # them after the others), so the broker they leave dying and the clients still tearing down towards it
   # cannot slow the timing-sensitive specs of the main run (seen in CI: delivery reports 5 s late after them).
   config.filter_run_excluding :own_broker unless ENV["SLUICE_OWN_BROKER_SPECS"] == "1"
+  # What only the classic group protocol does (eager revocation, a client-side assignor, session settings).
+  config.before(:each, :classic_protocol) do
+    skip("the classic group protocol's behaviour (SLUICE_GROUP_PROTOCOL=consumer)") if GroupProtocol.consumer?
+  end
 
   # Integration specs need the broker and the shared topics (created once, up
   # front: a first message to a missing topic waits for auto-creation).

@@ -344,22 +344,38 @@ static VALUE group_listings(const rd_kafka_ListConsumerGroups_result_t *res) {
     return rb_ary_new_from_args(2, out, failed);
 }
 
-/* [[member_id, client_id, host, [[topic, partition, offset, code], ...]], ...] */
+static VALUE assignment_partitions(const rd_kafka_MemberAssignment_t *assignment) {
+    return sluice_partitions_to_ary(assignment ? rd_kafka_MemberAssignment_partitions(assignment) : NULL);
+}
+
+/* librdkafka 2.10 describes KIP-848 groups: their type, and each member's target assignment. */
+#if RD_KAFKA_VERSION >= 0x020a0000
+#define GROUP_TYPE(g) rb_str_new_cstr(rd_kafka_consumer_group_type_name(rd_kafka_ConsumerGroupDescription_type(g)))
+static VALUE target_assignment(const rd_kafka_MemberDescription_t *member) {
+    const rd_kafka_MemberAssignment_t *target = rd_kafka_MemberDescription_target_assignment(member);
+    return target ? assignment_partitions(target) : Qnil; /* NULL: a classic group's member */
+}
+#define TARGET_ASSIGNMENT(m) target_assignment(m)
+#else
+#define GROUP_TYPE(g) Qnil
+#define TARGET_ASSIGNMENT(m) Qnil
+#endif
+
+/* [[member_id, client_id, host, [[topic, partition, offset, code], ...], group_instance_id, target (nil: none)], ...] */
 static VALUE group_members(const rd_kafka_ConsumerGroupDescription_t *group) {
     size_t cnt = rd_kafka_ConsumerGroupDescription_member_count(group);
     VALUE out = rb_ary_new_capa((long)cnt);
     for (size_t i = 0; i < cnt; i++) {
         const rd_kafka_MemberDescription_t *m = rd_kafka_ConsumerGroupDescription_member(group, i);
-        const rd_kafka_MemberAssignment_t *assignment = rd_kafka_MemberDescription_assignment(m);
-        rb_ary_push(out, rb_ary_new_from_args(4, sluice_str_or_nil(rd_kafka_MemberDescription_consumer_id(m)),
-                                              sluice_str_or_nil(rd_kafka_MemberDescription_client_id(m)),
-                                              sluice_str_or_nil(rd_kafka_MemberDescription_host(m)),
-                                              sluice_partitions_to_ary(assignment ? rd_kafka_MemberAssignment_partitions(assignment) : NULL)));
+        VALUE v[6] = {sluice_str_or_nil(rd_kafka_MemberDescription_consumer_id(m)), sluice_str_or_nil(rd_kafka_MemberDescription_client_id(m)),
+                      sluice_str_or_nil(rd_kafka_MemberDescription_host(m)), assignment_partitions(rd_kafka_MemberDescription_assignment(m)),
+                      sluice_str_or_nil(rd_kafka_MemberDescription_group_instance_id(m)), TARGET_ASSIGNMENT(m)};
+        rb_ary_push(out, rb_ary_new_from_values(6, v));
     }
     return out;
 }
 
-/* [[group, code, message, state, assignor, members], ...] */
+/* [[group, code, message, state, assignor, members, type (nil: unknown to this librdkafka)], ...] */
 static VALUE group_descriptions(const rd_kafka_DescribeConsumerGroups_result_t *res) {
     size_t cnt = 0;
     const rd_kafka_ConsumerGroupDescription_t **groups = rd_kafka_DescribeConsumerGroups_result_groups(res, &cnt);
@@ -367,10 +383,10 @@ static VALUE group_descriptions(const rd_kafka_DescribeConsumerGroups_result_t *
     for (size_t i = 0; i < cnt; i++) {
         const rd_kafka_ConsumerGroupDescription_t *g = groups[i];
         VALUE error = error_pair(rd_kafka_ConsumerGroupDescription_error(g));
-        VALUE v[6] = {rb_str_new_cstr(rd_kafka_ConsumerGroupDescription_group_id(g)), RARRAY_AREF(error, 0), RARRAY_AREF(error, 1),
+        VALUE v[7] = {rb_str_new_cstr(rd_kafka_ConsumerGroupDescription_group_id(g)), RARRAY_AREF(error, 0), RARRAY_AREF(error, 1),
                       rb_str_new_cstr(rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupDescription_state(g))),
-                      sluice_str_or_nil(rd_kafka_ConsumerGroupDescription_partition_assignor(g)), group_members(g)};
-        rb_ary_push(out, rb_ary_new_from_values(6, v));
+                      sluice_str_or_nil(rd_kafka_ConsumerGroupDescription_partition_assignor(g)), group_members(g), GROUP_TYPE(g)};
+        rb_ary_push(out, rb_ary_new_from_values(7, v));
     }
     return out;
 }

@@ -75,6 +75,19 @@ module Sluice
     # A consumer call the broker or librdkafka refused (commit, seek, ...).
     ConsumerError = Class.new(KafkaCallError)
 
+    # A consumer with "group.protocol": "consumer" (KIP-848) whose group
+    # coordinator does not speak that protocol (Apache Kafka before 4.0, or
+    # the protocol turned off): raised by its reads, within seconds, instead
+    # of waiting for an assignment that never comes. Use the classic protocol
+    # with that cluster, or upgrade it. Not fatal: once the coordinator has
+    # the protocol (a rolling upgrade), reading again joins the group.
+    class GroupProtocolUnsupportedError < ConsumerError
+      # @param kafka_error [KafkaError] librdkafka's report (:unsupported_feature), naming the broker
+      def initialize(kafka_error)
+        super("joining the group with group.protocol=consumer (KIP-848; or set group.protocol=classic)", kafka_error)
+      end
+    end
+
     # The admin client is closed.
     AdminClosedError = Class.new(ClientClosedError)
 

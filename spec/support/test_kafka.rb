@@ -13,6 +13,9 @@ module TestKafka
   USER = { "sasl.username": "alice", "sasl.password": "alice-secret" }.freeze
   TLS_CA = ENV.fetch("KAFKA_TLS_CA") { File.expand_path("../../tmp/kafka/#{BROKERS.split(",").first.split(":").last}/tls/ca.pem", __dir__) }
   MODE = ENV.fetch("SLUICE_POLLING_MODE", "fd").to_sym
+  # The broker's Apache Kafka version: bin/kafka's KAFKA_VERSION (its default
+  # when unset), or what a run against another broker says it is.
+  VERSION = Gem::Version.new(ENV.fetch("KAFKA_VERSION", "3.9.1"))
 
   # name => [partitions, topic configs]
   TOPICS = {
@@ -39,6 +42,9 @@ module TestKafka
   }.freeze
 
   class << self
+    # Whether the broker runs KIP-848's consumer group protocol (on by default from Kafka 4.0).
+    def group_protocol_consumer? = VERSION >= Gem::Version.new("4.0")
+
     # Whether bin/kafka can run Kafka's own tools (scram_user): its jars (bin/kafka fetch) and a JRE. A
     # checkout without them (bin/test-root's Debian root: no Java) skips what needs them.
     def tools? = Dir.exist?(File.expand_path("../../tmp/kafka/libs", __dir__)) && system("command -v java >/dev/null 2>&1")

@@ -8,6 +8,8 @@ module Sluice
       # librdkafka's state names -> Symbols
       STATES = { "Unknown" => :unknown, "PreparingRebalance" => :preparing_rebalance, "CompletingRebalance" => :completing_rebalance,
                  "Stable" => :stable, "Dead" => :dead, "Empty" => :empty }.freeze
+      # librdkafka's group types (2.10 and later: KIP-848's consumer protocol or the classic one) -> Symbols
+      TYPES = { "Consumer" => :consumer, "Classic" => :classic, "Unknown" => :unknown }.freeze
       # A group with no member: its offsets may be moved (Dead: it has none yet).
       IDLE = %i[empty dead].freeze
 
@@ -23,8 +25,13 @@ module Sluice
 
       # A group's state and members.
       # @param group [String] the group id
-      # @return [Hash] { state:, protocol:, members: [{ member_id:, client_id:, host:, assignment: { topic => [partition, ...] } }] }
-      #   (state: :stable, :empty, :preparing_rebalance, :completing_rebalance, :dead or :unknown)
+      # @return [Hash] { state:, type:, protocol:, members: [{ member_id:, client_id:, host:, group_instance_id:,
+      #   assignment: { topic => [partition, ...] }, target_assignment: }] }
+      #   state: :stable, :empty, :preparing_rebalance, :completing_rebalance, :dead or :unknown (KIP-848's
+      #   assigning and reconciling among them); type: the group protocol, :classic or :consumer (KIP-848), nil
+      #   with a librdkafka before 2.10; protocol: a classic group's assignor ("range", "cooperative-sticky", ...);
+      #   target_assignment: under KIP-848, the partitions the broker is moving the member to, like assignment
+      #   (nil for a classic group)
       # @raise [ArgumentError] group is not an id Kafka can carry (empty, invalid text, a NUL byte, over 32,767 bytes)
       # @raise [Errors::UnknownGroupError]
       def describe_group(group)
@@ -93,14 +100,18 @@ module Sluice
 
       def group_description(group)
         result = request(:describe_group, group) { |client, id, ms| client.describe_group(id, ms, group) }
-        _, _, _, state, protocol, members = check_items!(:describe_group, group, result).first
-        { state: STATES.fetch(state, :unknown), protocol: protocol, members: members.map { |member| member_info(member) } }
+        _, _, _, state, protocol, members, type = check_items!(:describe_group, group, result).first
+        { state: STATES.fetch(state, :unknown), type: type && TYPES.fetch(type, :unknown), protocol: protocol,
+          members: members.map { |member| member_info(member) } }
       end
 
-      def member_info((member_id, client_id, host, assignment))
-        { member_id: member_id, client_id: client_id, host: host,
-          assignment: assignment.group_by(&:first).transform_values { |list| list.map { |entry| entry[1] } } }
+      def member_info((member_id, client_id, host, assignment, group_instance_id, target))
+        { member_id: member_id, client_id: client_id, host: host, group_instance_id: group_instance_id,
+          assignment: partitions_by_topic(assignment), target_assignment: target && partitions_by_topic(target) }
       end
+
+      # [[topic, partition, ...], ...] -> { topic => [partition, ...] }
+      def partitions_by_topic(list) = list.group_by(&:first).transform_values { |entries| entries.map { |entry| entry[1] } }
 
       # The partitions of a group result, each checked.
       def group_partitions(action, group, &block)

@@ -72,6 +72,9 @@ module Sluice
       KEEP_POLLING = 1.0
       # Thread.handle_interrupt's mask for a move between two places (see above).
       DEFERRED = { Object => :never }.freeze
+      # librdkafka's report (bundled build's patch 0008) that the group's
+      # coordinator lacks KIP-848's ConsumerGroupHeartbeat.
+      GROUP_PROTOCOL_UNSUPPORTED = /ConsumerGroupHeartbeatRequest not supported/
 
       # @param refused [#call] the KafkaError of an authentication failure not
       #   raised yet, or nil (the reader raises it instead of waiting on)
@@ -80,6 +83,7 @@ module Sluice
         @refused = refused
         @auth_watch = Polling::AuthWatch.new(progress: client.method(:progress))
         @refused_error = nil
+        @unsupported_protocol = nil # a KafkaError to raise once (see GROUP_PROTOCOL_UNSUPPORTED)
         @seek_timeout_ms = seek_timeout_ms
         @rebalancer = rebalancer
         @instrument = instrument
@@ -423,6 +427,7 @@ module Sluice
         when :error
           error = KafkaError.new(item[1], item[2], fatal: item[3])
           @refused_error = @auth_watch.observe(error) || @refused_error
+          @unsupported_protocol = error if error.code == :unsupported_feature && GROUP_PROTOCOL_UNSUPPORTED.match?(error.description.to_s)
           @instrument.call("error.occurred", type: "consumer.error", error: error)
           EMPTY
         when :eof # with enable.partition.eof: nothing more in the partition for now
@@ -441,6 +446,11 @@ module Sluice
         error = @refused_error || @refused.call
         @refused_error = nil
         raise Errors::AuthenticationError, error if error
+
+        return unless (unsupported = @unsupported_protocol)
+
+        @unsupported_protocol = nil
+        raise Errors::GroupProtocolUnsupportedError, unsupported
       end
 
       def wait(deadline)
