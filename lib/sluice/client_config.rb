@@ -92,6 +92,26 @@ module Sluice
       copy.validate!.freeze
     end
 
+    # Every setting, secrets shown as [FILTERED] (Secrets): what reaches a
+    # log, an error tracker or an exception's message (a NoMethodError for a
+    # mistyped setting names the config) never holds a password.
+    # @return [String]
+    def inspect
+      settings = instance_variables.map do |name|
+        value = instance_variable_get(name)
+        shown = case value
+                when Hash then name == :@kafka ? Secrets.filter(value).inspect : value.inspect
+                when Logger, Monitor then "#<#{value.class.name}>" # their state is no setting, and long
+                else value.inspect
+                end
+        "#{name.to_s.delete_prefix("@")}=#{shown}"
+      end
+      "#<#{self.class.name} #{settings.join(", ")}>"
+    end
+
+    # pp shows #inspect (its default lists the instance variables as they are).
+    def pretty_print(printer) = printer.text(inspect)
+
     # Freezes the librdkafka properties and the polling settings too: a
     # client's settings never change under it.
     # @return [self]
@@ -131,7 +151,7 @@ module Sluice
     end
 
     def invalid!(message)
-      raise Errors::ConfigurationInvalidError, message
+      raise Errors::ConfigurationInvalidError, @kafka.is_a?(Hash) ? Secrets.scrub(message, @kafka) : message
     end
   end
 end

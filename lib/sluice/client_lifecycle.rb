@@ -83,7 +83,7 @@ module Sluice
     # Builds the native client and registers it with the poller; nothing
     # native is left behind when that fails or is interrupted.
     def connect
-      client = native_class.new(@config.kafka_pairs)
+      client = Secrets.scrubbing(@config.kafka) { native_class.new(@config.kafka_pairs) }
       state = Polling::PolledClient.new(kind: kind, client_id: @id, client: client, monitor: @monitor, logger: @config.logger,
                                         max_time: @config.polling.fd.max_time, bearer: self,
                                         periodic_poll_interval: @config.polling.fd.periodic_poll_interval, **polled_options)

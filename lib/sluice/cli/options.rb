@@ -58,9 +58,10 @@ module Sluice
 
       def property(pair)
         name, value = pair.split("=", 2)
-        raise UsageError, "-X takes KEY=VALUE, got #{pair.inspect}" if value.nil? || name.empty?
+        return @properties[name] = value unless value.nil? || name.empty?
 
-        @properties[name] = value
+        shown = Secrets.sensitive?(pair) ? "#{pair[/\A[\w.-]*/]}... (the rest not shown: it may hold a secret)" : pair.inspect
+        raise UsageError, "-X takes KEY=VALUE, got #{shown}"
       end
 
       def timeout!(value)
