@@ -106,6 +106,11 @@ module Sluice
     # The broker refused the arguments (partition count, replication factor, settings, topic name).
     InvalidAdminRequestError = Class.new(AdminError)
 
+    # A metrics listener's registry holds one of its metric names already, and
+    # not from a sluice listener: sharing it would mix other numbers into it
+    # (the message names the metric, and the namespace: that avoids it).
+    MetricNameTakenError = Class.new(BaseError)
+
     # transaction_mark_as_consumed outside a transaction block.
     TransactionRequiredError = Class.new(BaseError)
 

@@ -65,6 +65,8 @@ module Sluice
 
       # name => help, for every metric (a backend that must describe a metric asks here)
       HELP = (ROOT + BROKER + PARTITION).to_h { |stat| [stat.name, stat.help] }.merge(EVENTS.transform_values(&:last)).freeze
+      # name => :count, :gauge or :timing, for every metric
+      TYPES = (ROOT + BROKER + PARTITION).to_h { |stat| [stat.name, stat.type] }.merge(EVENTS.transform_values(&:first)).freeze
 
       # The event keys that name a client, and what each makes the kind tag.
       ID_KEYS = { producer_id: "producer", consumer_id: "consumer", admin_id: "admin" }.freeze

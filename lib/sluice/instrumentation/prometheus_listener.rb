@@ -26,13 +26,14 @@ module Sluice
 
       # Subscribe it to the monitor of each client to measure.
       # @param registry [Prometheus::Client::Registry] where the metrics are
-      #   registered (default: Prometheus::Client.registry); a metric some
-      #   other listener registered there already is shared
+      #   registered (default: Prometheus::Client.registry); a metric another
+      #   sluice listener registered there already is shared
       # @param namespace [String] the metric names' prefix
       # @param labels [Hash{Symbol => String}] added to every sample (say, host:)
       # @param deliveries [Boolean] also count every delivered message
       #   (message.acknowledged: an event per message; see Deliveries)
       # @raise [LoadError] prometheus-client-mmap is not installed (the message names the package)
+      # @raise [Errors::MetricNameTakenError] the registry holds one of its names, not from a sluice listener
       # @example One listener for every client of the monitor, with a label of the application's own
       #   listener = Sluice::Instrumentation::PrometheusListener.new(registry: Prometheus::Client.registry, labels: { app: "billing" })
       #   monitor.subscribe(listener)
@@ -42,10 +43,34 @@ module Sluice
         @namespace = namespace
         @labels = labels
         @families = {} # sample name => its metric (under the record lock)
+        refuse_taken_names!
         setup_metrics(deliveries)
       end
 
+      # The metrics sluice's listeners registered, per registry (a registry
+      # shared by several listeners shares them).
+      OURS = ObjectSpace::WeakMap.new
+      # (see OURS)
+      OURS_LOCK = Mutex.new
+      # A sample type -> the Prometheus metric type it is registered as
+      PROMETHEUS_TYPES = { count: :counter, gauge: :gauge, timing: :histogram }.freeze
+
       private
+
+      # Every name it will register: one the registry holds, which no sluice
+      # listener registered, is someone else's.
+      def refuse_taken_names!
+        ours = OURS_LOCK.synchronize { OURS[@registry] || [] }
+        Metrics::TYPES.each do |name, type|
+          metric_name = prometheus_name(name, PROMETHEUS_TYPES.fetch(type))
+          taken = @registry.get(metric_name)
+          next if taken.nil? || ours.include?(metric_name)
+
+          raise Errors::MetricNameTakenError,
+                "#{metric_name} is registered in this Prometheus registry already (a #{taken.type}), not by a sluice listener: " \
+                "give the listener a namespace of its own, PrometheusListener.new(namespace: \"myapp_sluice\") say"
+        end
+      end
 
       def record(sample)
         labels = @labels.merge(sample.tags)
@@ -64,11 +89,9 @@ module Sluice
       end
 
       def register(type, name, help)
-        if type == :histogram
-          @registry.histogram(name, help, {}, BUCKETS_MS)
-        else
-          @registry.public_send(type, name, help)
-        end
+        metric = type == :histogram ? @registry.histogram(name, help, {}, BUCKETS_MS) : @registry.public_send(type, name, help)
+        OURS_LOCK.synchronize { OURS[@registry] = (OURS[@registry] || []) + [name] }
+        metric
       end
 
       def prometheus_name(name, type) = :"#{@namespace}_#{name.tr(".", "_")}#{"_total" if type == :counter}"

@@ -98,5 +98,18 @@ RSpec.describe "Metrics listeners" do
       second.on_error_occurred(event("error.occurred", producer_id: "p1", type: "x"))
       expect(registry.get(:sluice_error_occurred_total).get(client_id: "p1", kind: "producer", type: "x")).to eq(2)
     end
+
+    # Issue 41: a counter's increments went silently into the application's
+    # gauge of the same name, exposed with the other type and an extra label.
+    it "refuses a registry holding one of its names that no sluice listener registered, naming it and the way out" do
+      registry.gauge(:sluice_messages_sent_total, "the application's own")
+      expect { described_class.new(registry: registry) }.to raise_error(
+        Sluice::Errors::MetricNameTakenError, /\Asluice_messages_sent_total is registered .* \(a gauge\), not by a sluice listener: .*namespace/
+      )
+      listener = described_class.new(registry: registry, namespace: "billing_sluice")
+      listener.on_statistics_emitted(event("statistics.emitted", producer_id: "p1", statistics: statistics))
+      expect(registry.get(:billing_sluice_messages_sent_total).get(client_id: "p1", kind: "producer")).to eq(7)
+      expect(registry.get(:sluice_messages_sent_total).get({})).to eq(0) # the application's gauge, untouched
+    end
   end
 end
