@@ -3,10 +3,13 @@
 module Sluice
   module CLI
     # What every command takes: the brokers (-b, or KAFKA_BROKERS), librdkafka
-    # properties (-X, kcat's), how long a call may take and how much
-    # librdkafka may say on stderr.
+    # properties (-X and -F FILE, kcat's; a default file named by
+    # SLUICE_CONFIG or kcat's KCAT_CONFIG), how long a call may take and how
+    # much librdkafka may say on stderr.
     class Options
       DEFAULT_TIMEOUT = 10 # s
+      # The environment variables naming a properties file read before any flag (the first set wins).
+      CONFIG_VARIABLES = %w[SLUICE_CONFIG KCAT_CONFIG].freeze
 
       # @return [Numeric] --timeout, in seconds
       attr_reader :timeout
@@ -15,6 +18,7 @@ module Sluice
         @env = env
         @brokers = nil
         @properties = {}
+        @defaults = nil # the properties of the file SLUICE_CONFIG names, read when first needed
         @timeout = DEFAULT_TIMEOUT
         @log_level = Logger::WARN
       end
@@ -26,6 +30,8 @@ module Sluice
         parser.separator("common options:")
         parser.on("-b", "--brokers BROKERS", "bootstrap brokers, HOST:PORT[,...] (default: $KAFKA_BROKERS)") { |value| @brokers = value }
         parser.on("-X", "--property KEY=VALUE", "a librdkafka property (repeatable)") { |pair| property(pair) }
+        parser.on("-F", "--config FILE", "librdkafka properties from a file: KEY=VALUE lines, # comments",
+                  "(default: the file $SLUICE_CONFIG or $KCAT_CONFIG names; -X and -F given later win)") { |path| read_file(path) }
         parser.on("--timeout SECONDS", Float, "how long one call to the brokers may take (default #{DEFAULT_TIMEOUT})") { |value| timeout!(value) }
         parser.on("-q", "--quiet", "no librdkafka log lines on stderr") { @log_level = nil }
         parser.on("-v", "--verbose", "librdkafka's informational log lines too") { @log_level = Logger::INFO }
@@ -33,13 +39,13 @@ module Sluice
 
       # librdkafka properties: -X pairs, with the brokers.
       # @raise [UsageError] no broker given
-      def kafka = @properties.merge("bootstrap.servers" => brokers)
+      def kafka = defaults.merge(@properties, "bootstrap.servers" => brokers)
 
       # @return [Integer] --timeout (seconds) in ms
       def timeout_ms = (@timeout * 1000).round
 
       def brokers
-        found = @brokers || @properties["bootstrap.servers"] || @env["KAFKA_BROKERS"]
+        found = @brokers || @properties["bootstrap.servers"] || defaults["bootstrap.servers"] || @env["KAFKA_BROKERS"]
         raise UsageError, "no brokers: give -b HOST:PORT or set KAFKA_BROKERS" if found.nil? || found.strip.empty?
 
         found
@@ -57,12 +63,41 @@ module Sluice
       private
 
       def property(pair)
-        name, value = pair.split("=", 2)
-        return @properties[name] = value unless value.nil? || name.empty?
+        name, value = split(pair)
+        raise UsageError, "-X takes KEY=VALUE, got #{shown(pair)}" unless name
 
-        shown = Secrets.sensitive?(pair) ? "#{pair[/\A[\w.-]*/]}... (the rest not shown: it may hold a secret)" : pair.inspect
-        raise UsageError, "-X takes KEY=VALUE, got #{shown}"
+        @properties[name] = value
       end
+
+      # kcat's properties file: KEY=VALUE lines; blank lines and lines
+      # starting with # skipped; whitespace around a line ignored.
+      def read_file(path, into = @properties)
+        File.foreach(path).with_index(1) do |line, number|
+          line = line.strip
+          next if line.empty? || line.start_with?("#")
+
+          name, value = split(line)
+          raise UsageError, "#{path}:#{number}: expected KEY=VALUE, got #{shown(line)}" unless name
+
+          into[name] = value
+        end
+        into
+      rescue SystemCallError, IOError => e
+        raise UsageError, "cannot read the properties file #{path}: #{e.message.sub(/ @ \w+ - .*/, "")}"
+      end
+
+      def defaults
+        @defaults ||= CONFIG_VARIABLES.lazy.map { |name| @env[name] }.find { |path| path && !path.empty? }&.then { |path| read_file(path, {}) } || {}
+      end
+
+      # @return [Array(String, String), nil] a KEY=VALUE pair's name and value (the value may hold "=")
+      def split(pair)
+        name, value = pair.split("=", 2)
+        value.nil? || name.empty? ? nil : [name, value]
+      end
+
+      # What a malformed pair may be shown as: all of it, unless it may hold a secret.
+      def shown(pair) = Secrets.sensitive?(pair) ? "#{pair[/\A[\w.-]*/]}... (the rest not shown: it may hold a secret)" : pair.inspect
 
       def timeout!(value)
         raise UsageError, "--timeout takes a positive number of seconds, got #{value}" unless value.positive? && value.finite?

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "stringio"
+require "tempfile"
 require "sluice/cli"
 
 # The command line's parsing, without a broker: what each flag becomes, and
@@ -71,6 +72,45 @@ RSpec.describe Sluice::CLI do
       options = parsed("-b", "h:1", "-X", "client.id=ops", "-X", "sasl.password=a=b", "--timeout", "2.5")
       expect(options.kafka).to eq("client.id" => "ops", "sasl.password" => "a=b", "bootstrap.servers" => "h:1")
       expect(options.timeout_ms).to eq(2_500)
+    end
+
+    # kcat's -F and KCAT_CONFIG (issue 41): credentials off argv, where every user sees them (/proc/PID/cmdline).
+    describe "properties files" do
+      def file(text)
+        @files ||= []
+        (@files << Tempfile.create("sluice-properties")).last.tap do |f|
+          f.write(text)
+          f.flush
+        end.path
+      end
+
+      after { @files&.each { |f| File.unlink(f.path) } }
+
+      it "reads -F's KEY=VALUE lines (comments and blank lines skipped, = kept in a value), in order with -X" do
+        path = file("# SASL\n  sasl.password=s3=cret  \n\nsasl.username=alice\nclient.id=from-file\n")
+        options = parsed("-b", "h:1", "-X", "client.id=before", "-F", path, "-X", "sasl.username=bob")
+        expect(options.kafka).to eq("client.id" => "from-file", "sasl.password" => "s3=cret", "sasl.username" => "bob", "bootstrap.servers" => "h:1")
+      end
+
+      it "reads the file SLUICE_CONFIG (or else KCAT_CONFIG) names first, under every flag, brokers included" do
+        sluice = file("bootstrap.servers=file:9092\nclient.id=sluice-file\n")
+        kcat = file("client.id=kcat-file\n")
+        expect(parsed(env: { "SLUICE_CONFIG" => sluice, "KCAT_CONFIG" => kcat }).kafka)
+          .to eq("client.id" => "sluice-file", "bootstrap.servers" => "file:9092")
+        expect(parsed("-X", "client.id=flag", env: { "KCAT_CONFIG" => kcat, "KAFKA_BROKERS" => "env:1" }).kafka)
+          .to eq("client.id" => "flag", "bootstrap.servers" => "env:1")
+      end
+
+      it "refuses a malformed line by file and line, never echoing what may be a secret, and a file it cannot read" do
+        path = file("client.id=x\nsasl.password:s3cret\n")
+        expect { parsed("-F", path) }.to raise_error(Sluice::CLI::UsageError) { |e|
+          expect(e.message).to include("#{path}:2: expected KEY=VALUE", "sasl.password")
+          expect(e.message).not_to include("s3cret")
+        }
+        expect { parsed("-F", "/nonexistent/sluice.conf") }
+          .to raise_error(Sluice::CLI::UsageError, "cannot read the properties file /nonexistent/sluice.conf: No such file or directory")
+        expect { parsed(env: { "SLUICE_CONFIG" => "/nonexistent/sluice.conf" }).kafka }.to raise_error(Sluice::CLI::UsageError, /nonexistent/)
+      end
     end
 
     it "logs librdkafka's lines on stderr, none with -q" do
