@@ -60,6 +60,7 @@ require_relative "sluice/admin"
 # Kafka producers, consumers and admin clients over librdkafka, with every client's events polled from one thread.
 module Sluice
   autoload :ProducerPool, File.expand_path("sluice/producer_pool", __dir__) # needs the connection_pool gem: loaded when used
+  autoload :Auth, File.expand_path("sluice/auth", __dir__) # built-in token providers: net/http loaded when used
 
   # @return [String] the version of the librdkafka library loaded at run time, e.g. "2.14.2"
   def self.librdkafka_version = Native.librdkafka_version
