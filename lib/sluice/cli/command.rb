@@ -29,6 +29,7 @@ module Sluice
       # Parses argv and runs the command.
       # @return [Integer] the exit code
       def call(argv)
+        valid_text!(argv)
         outcome = run(*arguments(parser.parse(argv)))
         outcome.is_a?(Integer) ? outcome : 0
       rescue UsageError, OptionParser::ParseError => e
@@ -99,9 +100,28 @@ module Sluice
         admin&.close
       end
 
+      # -p's partition number.
+      # @raise [UsageError] not an integer from 0 to MAX_COUNT
+      def partition(text)
+        number = Integer(text, 10, exception: false)
+        raise UsageError, "-p takes a partition number from 0 to #{MAX_COUNT}, got #{text.inspect}" unless number&.between?(0, MAX_COUNT)
+
+        number
+      end
+
+      # Every argument is text (UTF-8): a byte sequence that is not made optparse raise.
+      # @raise [UsageError] naming the first that is not
+      def valid_text!(argv)
+        bad = argv.index { |arg| !arg.dup.force_encoding(Encoding::UTF_8).valid_encoding? }
+        raise UsageError, "argument #{bad + 1} is not valid UTF-8: #{argv[bad].b.inspect}" if bad
+      end
+
+      # The largest count a flag takes (int32: what librdkafka and Kafka count partitions and messages in).
+      MAX_COUNT = (2**31) - 1
+
       def positive_integer(value, flag)
-        number = Integer(value, exception: false)
-        raise UsageError, "#{flag} takes a positive integer, got #{value.inspect}" unless number&.positive?
+        number = Integer(value, 10, exception: false)
+        raise UsageError, "#{flag} takes a positive integer up to #{MAX_COUNT}, got #{value.inspect}" unless number&.between?(1, MAX_COUNT)
 
         number
       end

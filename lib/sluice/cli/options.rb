@@ -99,8 +99,13 @@ module Sluice
       # What a malformed pair may be shown as: all of it, unless it may hold a secret.
       def shown(pair) = Secrets.sensitive?(pair) ? "#{pair[/\A[\w.-]*/]}... (the rest not shown: it may hold a secret)" : pair.inspect
 
+      # The longest --timeout (s): librdkafka's timeouts are int32 milliseconds.
+      MAX_TIMEOUT = ((2**31) - 1) / 1000
+
       def timeout!(value)
-        raise UsageError, "--timeout takes a positive number of seconds, got #{value}" unless value.positive? && value.finite?
+        unless value.positive? && value <= MAX_TIMEOUT
+          raise UsageError, "--timeout takes a positive number of seconds up to #{MAX_TIMEOUT}, got #{value}"
+        end
 
         @timeout = value
       end

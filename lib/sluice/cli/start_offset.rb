@@ -24,11 +24,23 @@ module Sluice
         when "beginning" then new(:beginning)
         when "end" then new(:end)
         when "stored" then new(:stored)
-        when /\A-(\d+)\z/ then new(:tail, Integer(Regexp.last_match(1), 10))
-        when /\A\d+\z/ then new(:offset, Integer(text, 10))
+        when /\A-(\d+)\z/ then new(:tail, bounded(Integer(Regexp.last_match(1), 10), MAX_TAIL, text))
+        when /\A\d+\z/ then new(:offset, bounded(Integer(text, 10), MAX_OFFSET, text))
         when /\As@(.+)\z/ then new(:time, TimeArgument.parse(Regexp.last_match(1), "-o s@"))
         else raise UsageError, "-o takes beginning, end, stored, an offset, -N (N before the end) or s@TIME, got #{text.inspect}"
         end
+      end
+
+      # Kafka's largest offset (int64).
+      MAX_OFFSET = (2**63) - 1
+      # The largest N of -N: librdkafka's RD_KAFKA_OFFSET_TAIL(N) must stay an int64.
+      MAX_TAIL = (2**63) + TAIL_BASE
+
+      # @raise [UsageError] number is past max
+      def self.bounded(number, max, text)
+        raise UsageError, "-o #{text}: past Kafka's largest offset (#{max})" if number > max
+
+        number
       end
 
       def initialize(kind, value = nil)

@@ -51,6 +51,21 @@ RSpec.describe Sluice::CLI do
         expect(run_cli(*argv).first).to eq(2), "sluice #{argv.join(" ")}"
       end
     end
+
+    # Issue 42: these ended in a backtrace (RangeError, FloatDomainError, optparse's ArgumentError) and exit 1.
+    it "exits 2 with one line, no backtrace, for values out of range, malformed, or not UTF-8" do
+      huge = "99999999999999999999"
+      [%W[tail t -o #{huge}], %W[tail t -o -#{huge}], %W[tail t -c #{huge}], %W[tail t -p #{huge}], %w[tail t -p x], %w[tail t -p -1],
+       %w[tail t --timeout 1e308], %w[tail t --timeout nan], %w[tail t --timeout inf], %W[produce t -p #{huge}], %w[produce t -p 1.5],
+       %W[bench t --messages #{huge}], %W[bench t --size #{huge}], %W[create t --partitions #{huge}], %w[create t --partitions 0x10],
+       ["produce", "t", "-H", "h=\xFF".b], ["tail", "t\xFE".b], ["topics", "-X", "client.id=\xC3".b]].each do |argv|
+        code, out, err = run_cli(*argv, "-b", "127.0.0.1:1")
+        first = err.lines.first.to_s
+        expect([code, out]).to eq([2, ""]), "sluice #{argv.join(" ").inspect}: #{err}"
+        expect(first).to start_with("sluice #{argv.first}: ")
+        expect(err).not_to match(/\.rb:\d+:in /) # no backtrace
+      end
+    end
   end
 
   describe Sluice::CLI::Options do

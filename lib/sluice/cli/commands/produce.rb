@@ -74,13 +74,6 @@ module Sluice
 
           @headers[name] = value
         end
-
-        def partition(text)
-          number = Integer(text, 10, exception: false)
-          raise UsageError, "-p takes a partition number >= 0, got #{text.inspect}" unless number && !number.negative?
-
-          number
-        end
       end
     end
   end

@@ -29,7 +29,7 @@ module Sluice
           parser.on("-f", "--format FORMAT", "value (default) or json: topic, partition, offset, timestamp, key, headers, value") { |f| @format = f }
           parser.on("-J", "--json", "the json format (kcat's -J)") { @format = "json" }
           parser.on("-K", "--key-delimiter DELIM", "value format: print the key and DELIM before the value") { |delim| @key_delimiter = delim }
-          parser.on("-p", "--partition N", Integer, "this partition only (repeatable)") { |n| (@partitions ||= []) << n }
+          parser.on("-p", "--partition N", "this partition only (repeatable)") { |n| (@partitions ||= []) << partition(n) }
           parser.on("-G", "--group GROUP", "read as a member of GROUP (subscribe, commit) instead of by assignment") { |group| @group = group }
         end
 
