@@ -14,7 +14,8 @@ module OwnBroker
 
   module_function
 
-  def start = kafka("start")
+  # @param env [Hash] more of bin/kafka's settings (KAFKA_OAUTH_JWKS_URL, say): stop it first if it runs without them
+  def start(env = {}) = kafka("start", env: env)
 
   # Stops it (if it still runs) and deletes its data.
   def stop = kafka("stop")
@@ -64,8 +65,8 @@ module OwnBroker
     false
   end
 
-  def kafka(*args)
-    out, status = Open3.capture2e(PORTS, KAFKA, *args)
+  def kafka(*args, env: {})
+    out, status = Open3.capture2e(PORTS.merge(env), KAFKA, *args)
     raise "bin/kafka #{args.join(" ")} failed:\n#{out}" unless status.success?
   end
 end

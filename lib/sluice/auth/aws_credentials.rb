@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "json"
-require "net/http"
 require "time"
 require "uri"
 
@@ -28,7 +27,7 @@ module Sluice
 
       # Raised when no source has credentials, or one that should failed (expired, throttled, refused):
       # the message says what each source said.
-      Error = Class.new(Errors::BaseError)
+      Error = Auth::Error
 
       # Temporary credentials are fetched again this long (s) before they expire.
       REFRESH_AHEAD = 300
@@ -153,42 +152,15 @@ module Sluice
         return "#{what}: the instance has no IAM role" if blank?(role)
 
         json_credentials(request(:get, "#{path}#{role}", METADATA_TIMEOUT, headers: headers, what: what), what)
-      rescue Unreachable => e
+      rescue Http::Unreachable => e
         e.message # no instance metadata here (not on EC2): the chain's end, not an error
       end
 
-      # The endpoint is not there at all (refused, unreachable, timed out connecting).
-      Unreachable = Class.new(StandardError)
-
       def sts_endpoint = present(@env["AWS_ENDPOINT_URL_STS"]) || "https://sts.#{@region}.amazonaws.com/"
 
-      # @return [String] the response body of a 2xx answer
-      # @param absent_ok [Boolean] an endpoint not there at all raises Unreachable (a source that does not apply), not Error
       def request(method, url, timeout, what:, headers: {}, form: nil, absent_ok: false)
-        response = http_response(method, URI(url), timeout, headers, form)
-        return response.body.to_s if response.is_a?(Net::HTTPSuccess)
-
-        raise Error, "#{what} answered HTTP #{response.code}#{" (throttled)" if throttled?(response)}: #{response.body.to_s[0, 300]}"
-      rescue Net::OpenTimeout, Errno::ECONNREFUSED, Errno::EHOSTUNREACH, Errno::ENETUNREACH, SocketError => e
-        raise Unreachable, "#{what} not reachable (#{e.class.name.split("::").last})" if absent_ok
-
-        raise Error, "#{what} not reachable at #{url}: #{e.message}"
-      rescue Net::ReadTimeout, Net::WriteTimeout, IOError, SystemCallError => e # EOFError is an IOError
-        raise Error, "#{what} did not answer within #{timeout}s: #{e.class.name.split("::").last}"
+        Http.request(method, url, timeout: timeout, what: what, headers: headers, form: form, absent_ok: absent_ok)
       end
-
-      METHODS = { get: Net::HTTP::Get, put: Net::HTTP::Put, post: Net::HTTP::Post }.freeze
-
-      def http_response(method, uri, timeout, headers, form)
-        http = Net::HTTP.new(uri.host, uri.port)
-        http.use_ssl = uri.scheme == "https"
-        http.open_timeout = http.read_timeout = http.write_timeout = timeout
-        request = METHODS.fetch(method).new(uri, headers)
-        request.set_form_data(form) if form
-        http.start { |session| session.request(request) }
-      end
-
-      def throttled?(response) = response.code == "429" || response.body.to_s.include?("Throttling")
 
       def sts_credentials(xml)
         fields = %w[AccessKeyId SecretAccessKey SessionToken Expiration].to_h { |name| [name, xml[%r{<#{name}>([^<]*)</#{name}>}, 1]] }
