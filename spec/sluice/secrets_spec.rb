@@ -54,17 +54,23 @@ RSpec.describe Sluice::Secrets do
     describe client_class do
       let(:kafka) { { "bootstrap.servers": "127.0.0.1:1" }.merge(required, secrets.first(3).to_h, symbol_secrets.first(3).to_h) }
 
-      it "prints its config and itself without a secret: inspect, to_s, pp, librdkafka's debug log" do
+      it "prints its config and itself without a secret: inspect, to_s, pp, librdkafka's debug log, event payloads" do
         lines = Queue.new
+        monitor = Sluice::Monitor.new(logger: Logger.new(nil))
+        payloads = Queue.new # every event the client emits, as printed
+        Sluice::Monitor::EVENTS.each { |name| monitor.subscribe(name) { |event| payloads << "#{name} #{event.payload.inspect}" } }
         client = client_class.new do |config|
           config.kafka = kafka.merge(debug: "conf,security,generic,broker")
           config.logger = Logger.new(SecretsSpec::LineQueue.new(lines), level: Logger::DEBUG)
+          config.monitor = monitor
         end
         texts = [*printed(client.config), *printed(client)]
         expect(client.config.inspect).to include('"sasl.password"=>"[FILTERED]"', ':"sasl.password"=>"[FILTERED]"')
         Timeout.timeout(10) { texts << lines.pop } # librdkafka's debug lines come (the broker's refused connect, at least)
         client.close
         texts << lines.pop until lines.empty?
+        expect(payloads).not_to be_empty # its lifecycle events at least
+        texts << payloads.pop until payloads.empty?
         expect(texts.flat_map { |text| leaks(text) }).to eq([])
       end
 
