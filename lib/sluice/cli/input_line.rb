@@ -5,14 +5,18 @@ module Sluice
     # One line of produce's input as a message: the line is the value (with
     # -K DELIM, what comes before the first DELIM is the key), or with --json
     # an object {"key":, "value":, "headers": {}, "partition":} (a null value
-    # is a tombstone).
+    # is a tombstone). As kcat: the line's bytes as read, only the "\n" taken
+    # off (a "\r" before it stays); an empty line is no message; with -Z an
+    # empty key or value after -K's split is sent as NULL.
     class InputLine
       # The fields a --json line may have.
       JSON_FIELDS = %w[key value headers partition].freeze
 
       # @param headers [Hash] -H pairs, for every message
       # @param partition [Integer, nil] -p
-      def initialize(topic:, json: false, key_delimiter: nil, headers: {}, partition: nil)
+      # @param null [Boolean] -Z: an empty key or value (around -K's delimiter) is NULL
+      def initialize(topic:, json: false, key_delimiter: nil, headers: {}, partition: nil, null: false)
+        @null = null
         @topic = topic
         @json = json
         @key_delimiter = key_delimiter
@@ -20,10 +24,12 @@ module Sluice
         @partition = partition
       end
 
-      # @return [Hash] a message for Producer#produce_async
+      # @return [Hash, nil] a message for Producer#produce_async; nil for an empty line (skipped, as kcat does)
       # @raise [ArgumentError] a --json line that is not a message object
       def message(line)
-        line = line.chomp
+        line = line.delete_suffix("\n")
+        return if line.empty?
+
         fields = @json ? parsed(line) : split(line)
         message = { topic: @topic, payload: fields[:value] }
         message[:key] = fields[:key] if fields[:key]
@@ -40,7 +46,10 @@ module Sluice
         return { value: line } unless @key_delimiter
 
         key, value = line.split(@key_delimiter, 2)
-        value ? { key: key, value: value } : { value: line }
+        return { value: line } unless value
+        return { key: key, value: value } unless @null
+
+        { key: key.empty? ? nil : key, value: value.empty? ? nil : value }
       end
 
       def parsed(line)

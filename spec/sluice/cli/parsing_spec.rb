@@ -167,6 +167,19 @@ RSpec.describe Sluice::CLI do
       expect(keyed.message("no delimiter")).to eq(topic: "t", payload: "no delimiter", headers: { "h" => "1" }, partition: 2)
     end
 
+    # Issue 42: a CRLF line lost its "\r" (chomp), and an empty line was sent as an empty message.
+    it "keeps a line's bytes but the \\n (a \\r stays), skips an empty line, and with -Z sends an empty key or value as NULL, as kcat" do
+      plain = described_class.new(topic: "t")
+      expect(plain.message("crlf\r\n")).to eq(topic: "t", payload: "crlf\r")
+      expect(plain.message("\xFF\x00 \n".b)).to eq(topic: "t", payload: "\xFF\x00 ".b)
+      expect([plain.message("\n"), plain.message("")]).to eq([nil, nil])
+      expect(plain.message("\r\n")).to eq(topic: "t", payload: "\r")
+      null = described_class.new(topic: "t", key_delimiter: ":", null: true)
+      expect([null.message(":v\n"), null.message("k:\n"), null.message("k:v")])
+        .to eq([{ topic: "t", payload: "v" }, { topic: "t", key: "k", payload: nil }, { topic: "t", key: "k", payload: "v" }])
+      expect(described_class.new(topic: "t", key_delimiter: ":").message("k:\n")).to eq(topic: "t", key: "k", payload: "")
+    end
+
     it "reads --json objects: key, value (null: a tombstone), headers merged over -H, partition" do
       json = described_class.new(topic: "t", json: true, headers: { "a" => "1", "b" => "2" })
       expect(json.message(%({"key":"k","value":"v","headers":{"b":"3"},"partition":1})))

@@ -13,13 +13,14 @@ module Sluice
         # Messages between two progress lines on stderr.
         DEFAULT_PROGRESS = 100_000
 
-        # -K, -H, -p, --json, --progress.
+        # -K, -H, -p, -Z, --json, --progress.
         def define(parser)
           @headers = {}
           @progress = DEFAULT_PROGRESS
           parser.on("-K", "--key-delimiter DELIM", "the key is what comes before the first DELIM of a line") { |delim| @key_delimiter = delim }
           parser.on("-H", "--header NAME=VALUE", "a header on every message (repeatable)") { |pair| header(pair) }
           parser.on("-p", "--partition N", "to this partition (default: by key, or spread)") { |n| @partition = partition(n) }
+          parser.on("-Z", "--null", "with -K: an empty key or value is sent as NULL (an empty value: a tombstone)") { @null = true }
           parser.on("--json", 'each line is {"key":, "value":, "headers": {}, "partition":} (a null value: a tombstone)') { @json = true }
           parser.on("--progress N", "a progress line on stderr every N messages (default #{DEFAULT_PROGRESS}; 0: none)") do |n|
             @progress = n == "0" ? 0 : positive_integer(n, "--progress")
@@ -30,7 +31,7 @@ module Sluice
         def run(topic)
           raise UsageError, "-K and --json do not go together: a JSON line names its key" if @key_delimiter && @json
 
-          input = InputLine.new(topic: topic, json: @json, key_delimiter: @key_delimiter, headers: @headers, partition: @partition)
+          input = InputLine.new(topic: topic, json: @json, key_delimiter: @key_delimiter, headers: @headers, partition: @partition, null: @null)
           deliveries = Deliveries.new(@io.stderr, progress: @progress, wait_ms: wait_ms)
           with_producer { |producer| send_all(producer, input, deliveries) }
           warn_line(deliveries.summary(topic))
@@ -42,7 +43,8 @@ module Sluice
         def send_all(producer, input, deliveries)
           @io.stdin.binmode
           @io.stdin.each_line.with_index(1) do |line, number|
-            deliveries.add(producer.produce_async(input.message(line)))
+            message = input.message(line) or next # an empty line
+            deliveries.add(producer.produce_async(message))
           rescue ArgumentError, Errors::MessageInvalidError, Errors::ProduceError => e
             deliveries.refused("line #{number}", e)
           end
