@@ -6,7 +6,7 @@ require "json"
 RSpec.describe "sluice produce and tail", :kafka, timeout: 120 do
   include SluiceCommand
 
-  before(:all) { @topics = SluiceCommand.create_topics({ lines: 1, keys: 1, json: 1, tail: 1, spread: 3, empty: 2, failing: 1 }) }
+  before(:all) { @topics = SluiceCommand.create_topics({ lines: 1, keys: 1, json: 1, tail: 1, spread: 3, empty: 2, failing: 1, bytes: 1 }) }
   after(:all) { SluiceCommand.delete_topics(@topics.values) if @topics }
 
   def topic(name) = @topics.fetch(name)
@@ -23,6 +23,14 @@ RSpec.describe "sluice produce and tail", :kafka, timeout: 120 do
     expect(tailed.code).to eq(0), tailed.stderr
     expect(tailed.stdout).to eq(lines.map { |line| "#{line}\n" }.join)
     expect(consume(topic(:lines), 0, 0, 1).first[:payload]).to eq("line 0 ") # one message a line, no key
+  end
+
+  # Issue 42: "\r" was chomped with the "\n", and an empty line became an empty message (kcat skips it).
+  it "sends a line's bytes as read, the \\r of a CRLF line kept, and skips empty lines as kcat does" do
+    produced = sluice("produce", topic(:bytes), "-q", stdin: "crlf\r\n\n\xFFbinary\n\r\nlast".b)
+    expect(produced.code).to eq(0), produced.stderr
+    expect(produced.stderr).to include("4 of 4 message(s) delivered")
+    expect(consume(topic(:bytes), 0, 0, 4).map { |m| m[:payload].b }).to eq(["crlf\r", "\xFFbinary".b, "\r", "last"])
   end
 
   it "stops after -c COUNT messages and starts where -o says: an offset, -N from the end" do
