@@ -176,18 +176,52 @@ static const char *topic_conf_conflict(client_t *c, rd_kafka_topic_conf_t *conf,
  * ConfigurationInvalidError with librdkafka's message for a setting that is
  * unknown or not topic-level, or a value it refuses.
  */
-static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
-    client_t *c = sluice_client_open(self);
-    char errstr[512];
+/* Checks the pairs' shape and converts each once: nothing after may raise while a conf is alive. */
+static void topic_pairs_check(VALUE pairs) {
     Check_Type(pairs, T_ARRAY);
     long n = RARRAY_LEN(pairs);
-    for (long i = 0; i < n; i++) { /* convert first: nothing below may raise while conf is alive */
+    for (long i = 0; i < n; i++) {
         VALUE pair = rb_ary_entry(pairs, i);
         Check_Type(pair, T_ARRAY);
         if (RARRAY_LEN(pair) != 2) rb_raise(rb_eArgError, "config pairs must be [name, value]");
         sluice_cstr_at(pair, 0);
         sluice_cstr_at(pair, 1);
     }
+}
+
+/* Sets the pairs on conf; on a refusal destroys conf and returns librdkafka's words in errstr (non-zero). */
+static int topic_pairs_set(rd_kafka_topic_conf_t *conf, VALUE pairs, char *errstr, size_t size) {
+    for (long i = 0; i < RARRAY_LEN(pairs); i++) {
+        VALUE pair = rb_ary_entry(pairs, i);
+        if (rd_kafka_topic_conf_set(conf, sluice_cstr_at(pair, 0), sluice_cstr_at(pair, 1), errstr, size) != RD_KAFKA_CONF_OK) {
+            rd_kafka_topic_conf_destroy(conf);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Native.check_topic_config(pairs) -> nil
+ *
+ * What #add_topic_config refuses of the settings themselves (unknown, not
+ * topic-level, a value librdkafka does not take), without a handle: the
+ * test doubles' check. Raises ConfigurationInvalidError with librdkafka's words.
+ */
+static VALUE native_check_topic_config(VALUE self, VALUE pairs) {
+    (void)self;
+    char errstr[512];
+    topic_pairs_check(pairs);
+    rd_kafka_topic_conf_t *conf = rd_kafka_topic_conf_new();
+    if (topic_pairs_set(conf, pairs, errstr, sizeof(errstr))) rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", errstr);
+    rd_kafka_topic_conf_destroy(conf);
+    return Qnil;
+}
+
+static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
+    client_t *c = sluice_client_open(self);
+    char errstr[512];
+    topic_pairs_check(pairs);
     if (c->producer.topic_conf_count == c->producer.topic_conf_capa) {
         int capa = c->producer.topic_conf_capa ? c->producer.topic_conf_capa * 2 : 4;
         rd_kafka_topic_conf_t **grown = realloc(c->producer.topic_confs, sizeof(*grown) * (size_t)capa);
@@ -196,14 +230,7 @@ static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
         c->producer.topic_conf_capa = capa;
     }
     rd_kafka_topic_conf_t *conf = rd_kafka_default_topic_conf_dup(c->rk);
-    for (long i = 0; i < n; i++) {
-        VALUE pair = rb_ary_entry(pairs, i);
-        if (rd_kafka_topic_conf_set(conf, sluice_cstr_at(pair, 0), sluice_cstr_at(pair, 1), errstr, sizeof(errstr)) !=
-            RD_KAFKA_CONF_OK) {
-            rd_kafka_topic_conf_destroy(conf);
-            rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", errstr);
-        }
-    }
+    if (topic_pairs_set(conf, pairs, errstr, sizeof(errstr))) rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", errstr);
     const char *conflict = topic_conf_conflict(c, conf, pairs);
     if (conflict) {
         rd_kafka_topic_conf_destroy(conf);
@@ -649,6 +676,7 @@ VALUE sluice_init_produce(VALUE client) {
     rb_define_method(klass, "produce", client_produce, -1);
     rb_define_method(klass, "produce_many", client_produce_many, -1);
     rb_define_method(klass, "add_topic_config", client_add_topic_config, 1);
+    rb_define_module_function(sluice_mNative, "check_topic_config", native_check_topic_config, 1);
     rb_define_method(klass, "outq_len", client_outq_len, 0);
     rb_define_method(klass, "inflight_count", client_inflight_count, 0);
     rb_define_method(klass, "take_inflight", client_take_inflight, 0);

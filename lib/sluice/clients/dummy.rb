@@ -11,8 +11,14 @@ module Sluice
     # Only the native client is replaced: the producer above it (middleware,
     # validation, variants, buffering, transactions, handles, events) is the
     # real one. Messages are checked by the native client's own validation
-    # (the same MessageInvalidError, word for word). librdkafka properties are
-    # not checked: no librdkafka handle is built.
+    # (the same MessageInvalidError, word for word). It refuses, as a real
+    # producer does before any broker is asked, a message over
+    # message.max.bytes (ProduceError :msg_size_too_large; key, value and
+    # header names and values counted, not the headers' framing), a partition
+    # past a count declared in #partition_counts (:unknown_partition: a real
+    # producer learns the count from the broker) and a variant's setting that
+    # is not topic-level (librdkafka's own check). The producer's own
+    # librdkafka properties are not checked: no librdkafka handle is built.
     #
     # Each message is delivered as it is produced: its handle resolves before
     # produce_async returns, with its partition (the message's, else CRC32 of
@@ -25,8 +31,16 @@ module Sluice
       # allocated, never started native client validates and owns nothing).
       VALIDATOR = Native::Producer.allocate
       NO_PARTITION = -1 # RD_KAFKA_PARTITION_UA
+      # librdkafka's message.max.bytes default.
+      MESSAGE_MAX_BYTES = 1_000_000
+      # librdkafka's codes for what it refuses before a broker is asked.
+      MSG_SIZE_TOO_LARGE = KafkaError.number_for(:msg_size_too_large)
+      # (see MSG_SIZE_TOO_LARGE)
+      UNKNOWN_PARTITION = KafkaError.number_for(:unknown_partition)
 
-      # Partitions per topic, for messages partitioned by key: `client.partition_counts["events"] = 3`.
+      # Partitions per topic, for messages partitioned by key, and refusing a
+      # partition past the count: `client.partition_counts["events"] = 3`
+      # (a topic not declared has one, and any explicit partition is taken).
       attr_reader :partition_counts
       # The librdkafka properties the producer was built with.
       attr_reader :settings
@@ -34,6 +48,7 @@ module Sluice
       # @param kafka_pairs [Array<Array(String, String)>] the producer's librdkafka properties (kept, not checked)
       def initialize(kafka_pairs)
         @settings = kafka_pairs.to_h.freeze
+        @max_bytes = Integer(@settings.fetch("message.max.bytes", MESSAGE_MAX_BYTES), exception: false) || MESSAGE_MAX_BYTES
         @partition_counts = Hash.new(1)
         @lock = Mutex.new
         @drained = ConditionVariable.new
@@ -71,7 +86,7 @@ module Sluice
         validate(message)
         return false if unplaced?(message, partition)
 
-        deliver(message, partition)
+        refusal(message, partition) || deliver(message, partition)
       end
 
       # Delivers the messages now, in order, once every one passed validation.
@@ -81,12 +96,24 @@ module Sluice
         messages.each { |message| validate(message) }
         return false if partitions.nil? && messages.any? { |message| unplaced?(message, nil) }
 
-        [messages.each_with_index.map { |message, i| deliver(message, partitions&.at(i)) }, nil]
+        handles = []
+        messages.each_with_index do |message, i|
+          error = refusal(message, partitions&.at(i))
+          return [handles, error] if error # as the native client: stops at the first one refused
+
+          handles << deliver(message, partitions&.at(i))
+        end
+        [handles, nil]
       end
 
-      # A variant's topic settings: counted, not checked (no librdkafka handle to refuse them).
+      # A variant's topic settings, checked as librdkafka checks them (not
+      # against the producer's own settings: no handle).
       # @return [Integer] the id #produce takes (1, 2, ...)
-      def add_topic_config(_pairs) = @lock.synchronize { @topic_configs += 1 }
+      # @raise [Errors::ConfigurationInvalidError] a setting that is unknown, not topic-level, or a value librdkafka refuses
+      def add_topic_config(pairs)
+        Native.check_topic_config(pairs)
+        @lock.synchronize { @topic_configs += 1 }
+      end
 
       # The topic's partition count as metadata would give it (default 1).
       # @return [Array(Integer, Integer)] no error, and #partition_counts' count
@@ -216,6 +243,21 @@ module Sluice
       def inspect = "#<#{self.class.name} #{closed? ? "closed" : "open"}>"
 
       private
+
+      # librdkafka's error code for what it refuses before a broker is asked, or nil.
+      def refusal(message, partition)
+        return MSG_SIZE_TOO_LARGE if size(message) > @max_bytes
+
+        partition ||= message[:partition]
+        topic = message[:topic].to_s
+        UNKNOWN_PARTITION if partition && partition != NO_PARTITION && @partition_counts.key?(topic) && partition >= @partition_counts[topic]
+      end
+
+      def size(message)
+        headers = message[:headers] || {}
+        header_bytes = headers.sum { |name, value| name.to_s.bytesize + Array(value).sum { |v| v.to_s.bytesize } }
+        message[:payload].to_s.bytesize + message[:key].to_s.bytesize + header_bytes
+      end
 
       # What the real client does about a partition_key without a partition: asks Ruby.
       def unplaced?(message, partition)

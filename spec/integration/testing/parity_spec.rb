@@ -82,4 +82,38 @@ RSpec.describe "Clients::Buffered's parity with the real client", :kafka, timeou
     expect(real[:kept]).to eq(%w[t1 t3])
     expect(buffered).to eq(real)
   end
+
+  # Issue 42: the double took a 2 MB payload, a partition past the topic's
+  # count and a variant setting that is not topic-level, where the real
+  # producer refuses each. Same mistakes, same error class and code.
+  def mistakes(client)
+    producer = producer_for(client)
+    {
+      "a payload over message.max.bytes" => -> { producer.produce_sync(topic: topic, payload: "x" * 2_000_000) },
+      "a key and payload over a lowered message.max.bytes" => lambda {
+        small = producer_for(client, kafka: { "message.max.bytes": 2_000 })
+        small.produce_sync(topic: topic, key: "k" * 1_000, payload: "v" * 1_500)
+      },
+      "a partition past the topic's count" => -> { producer.produce_sync(topic: topic, partition: 7, payload: "x") },
+      "a producer-level setting in a variant" => -> { producer.variant(topic_config: { "linger.ms": 5 }) },
+      "an unknown setting in a variant" => -> { producer.variant(topic_config: { "no.such.setting": 1 }) },
+      "produce after close" => lambda {
+        producer.close
+        producer.produce_sync(topic: topic, payload: "x")
+      }
+    }.transform_values do |mistake|
+      mistake.call
+      :accepted
+    rescue Sluice::Errors::BaseError => e
+      [e.class, e.respond_to?(:code) ? e.code : nil]
+    end
+  end
+
+  it "refuses the same mistakes with the same error class and code" do
+    real = mistakes(:real)
+    buffered = mistakes(:buffered)
+    puts "parity of mistakes: #{real.map { |what, error| "#{what}: #{error.inspect}" }.join("; ")}"
+    expect(real.values).not_to include(:accepted)
+    expect(buffered).to eq(real)
+  end
 end
