@@ -78,9 +78,9 @@ module Sluice
 
       message = @middleware.run(message)
       # The hot path: no block frames unless someone listens (each costs about 50 ns of a 1 µs call).
-      return enqueue(message, reload: true) unless @monitor.listening?("message.produced_async")
+      return enqueue(message, reload: true, refusal: "message.produce_async") unless @monitor.listening?("message.produced_async")
 
-      instrument_with("message.produced_async", :message, message) { enqueue(message, reload: true) }
+      instrument_with("message.produced_async", :message, message) { enqueue(message, reload: true, refusal: "message.produce_async") }
     end
 
     # Produces and waits for the delivery report (config.max_wait_timeout).
@@ -95,7 +95,7 @@ module Sluice
 
       message = @middleware.run(message)
       instrument_with("message.produced_sync", :message, message) do
-        reloading { enqueue(message).wait(max_wait_timeout: Variant.current(self)&.max_wait_timeout) }
+        reloading { enqueue(message, refusal: "message.produce_sync").wait(max_wait_timeout: Variant.current(self)&.max_wait_timeout) }
       end
     end
 
@@ -111,7 +111,7 @@ module Sluice
 
       ensure_open!
       messages = @middleware.run_many(batch!(messages))
-      instrument_with("messages.produced_async", :messages, messages) { dispatch_many(messages) }
+      instrument_with("messages.produced_async", :messages, messages) { dispatch_many(messages, refusal: "messages.produce_many_async") }
     end
 
     # #produce_many_async, then waits for every delivery report (sent at once,
@@ -125,7 +125,7 @@ module Sluice
       ensure_open!
       messages = @middleware.run_many(batch!(messages))
       instrument_with("messages.produced_sync", :messages, messages) do
-        handles = dispatch_many(messages)
+        handles = dispatch_many(messages, refusal: "messages.produce_many_sync")
         send_now
         wait_all(handles)
       end
@@ -226,8 +226,11 @@ module Sluice
 
     # The hot path of every produce. reload: true does what #reloading does,
     # without a block: an idempotent producer's fatal error may be answered
-    # with a reload and another try.
-    def enqueue(message, reload: false)
+    # with a reload and another try. A message refused before it was
+    # dispatched (invalid, or refused by librdkafka at once) is reported as
+    # error.occurred of type refusal, as a failed delivery is (WaterDrop's
+    # listeners count both).
+    def enqueue(message, refusal:, reload: false)
       attempt = 0
       begin
         ensure_open! unless @status == :connected
@@ -242,10 +245,18 @@ module Sluice
 
         retry
       rescue Errors::ProduceError => e
-        raise unless reload && reload_after_idempotent_fatal?(e, attempt += 1)
+        retry if reload && reload_after_idempotent_fatal?(e, attempt += 1)
 
-        retry
+        refused(refusal, e, message)
+      rescue Errors::MessageInvalidError => e
+        refused(refusal, e, message)
       end
+    end
+
+    # Reports a message (or batch) refused before dispatch, and raises the error on.
+    def refused(type, error, payload)
+      @monitor.instrument("error.occurred", producer_id: @id, type: type, error: error, (payload.is_a?(Array) ? :messages : :message) => payload)
+      raise error
     end
 
     # An idempotent producer's fatal error may be answered with a reload and

@@ -12,7 +12,8 @@ module Sluice
 
       # @return [Array<DeliveryHandle>]
       # @raise [Errors::ProduceManyError] enqueuing stopped part-way (#dispatched: the handles so far)
-      def dispatch_many(messages)
+      # @param refusal [String] the error.occurred type of a batch refused before dispatch
+      def dispatch_many(messages, refusal:)
         ensure_open!
         client = @client
         config_id = Variant.current(self)&.topic_config_id
@@ -24,6 +25,8 @@ module Sluice
         raise unless client_replaced?(client, e) # nothing was enqueued: produce_many refuses before it starts
 
         retry
+      rescue Errors::MessageInvalidError, Errors::ProduceError => e
+        refused(refusal, e, messages)
       end
 
       # partition_key: librdkafka's partitioner needs the partition count,

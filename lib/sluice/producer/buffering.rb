@@ -56,7 +56,7 @@ module Sluice
         return [] if messages.empty?
 
         instrument_with(mode == :sync ? "buffer.flushed_sync" : "buffer.flushed_async", :messages, messages) do
-          handles = dispatch_buffered(messages)
+          handles = dispatch_buffered(messages, mode)
           mode == :sync ? wait_all(handles) : handles
         end
       end
@@ -64,8 +64,8 @@ module Sluice
       # Only messages librdkafka never took go back: those it took are on
       # their way (their handles say how they end), and buffering them again
       # would send them twice.
-      def dispatch_buffered(messages)
-        dispatch_many(messages)
+      def dispatch_buffered(messages, mode)
+        dispatch_many(messages, refusal: mode == :sync ? "buffer.flush_sync" : "buffer.flush_async")
       rescue Errors::ProduceManyError => e
         @buffer.restore(messages.drop(e.dispatched.size))
         raise
@@ -87,7 +87,8 @@ module Sluice
         return purged_at_close(messages, KafkaError.new(PURGED, "closing: another transaction is still open")) if transactional? && @transaction
 
         @final_flush = Fiber.current # ensure_open! lets this one through
-        transactional? ? transaction { dispatch_many(messages) } : dispatch_many(messages)
+        refusal = "buffer.flush_at_close" # its messages are reported as purged too
+        transactional? ? transaction { dispatch_many(messages, refusal: refusal) } : dispatch_many(messages, refusal: refusal)
         0
       rescue Errors::ProduceManyError => e
         purged_at_close(messages.drop(e.dispatched.size), e.kafka_error)
