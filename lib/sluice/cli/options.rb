@@ -30,7 +30,7 @@ module Sluice
         parser.separator("common options:")
         parser.on("-b", "--brokers BROKERS", "bootstrap brokers, HOST:PORT[,...] (default: $KAFKA_BROKERS)") { |value| @brokers = value }
         parser.on("-X", "--property KEY=VALUE", "a librdkafka property (repeatable)") { |pair| property(pair) }
-        parser.on("-F", "--config FILE", "librdkafka properties from a file: KEY=VALUE lines, # comments",
+        parser.on("-F", "--properties-file FILE", "librdkafka properties from a file: KEY=VALUE lines, # comments",
                   "(default: the file $SLUICE_CONFIG or $KCAT_CONFIG names; -X and -F given later win)") { |path| read_file(path) }
         parser.on("--timeout SECONDS", Float, "how long one call to the brokers may take (default #{DEFAULT_TIMEOUT})") { |value| timeout!(value) }
         parser.on("-q", "--quiet", "no librdkafka log lines on stderr") { @log_level = nil }

@@ -116,6 +116,14 @@ RSpec.describe Sluice::CLI do
           .to eq("client.id" => "flag", "bootstrap.servers" => "env:1")
       end
 
+      # create's --config KEY=VALUE (a topic setting) stays its own: the properties file's long flag is another.
+      it "leaves create's --config to topic settings" do
+        streams = Sluice::CLI::IOs.new(StringIO.new, StringIO.new, StringIO.new)
+        argv = ["create", "t", "--config", "cleanup.policy=compact", "--partitions", "0", "-b", "127.0.0.1:1"]
+        expect(Sluice::CLI.start(argv, streams: streams, env: {})).to eq(2)
+        expect(streams.stderr.string).to start_with("sluice create: --partitions takes a positive integer")
+      end
+
       it "refuses a malformed line by file and line, never echoing what may be a secret, and a file it cannot read" do
         path = file("client.id=x\nsasl.password:s3cret\n")
         expect { parsed("-F", path) }.to raise_error(Sluice::CLI::UsageError) { |e|
