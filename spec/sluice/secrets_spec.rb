@@ -65,7 +65,7 @@ RSpec.describe Sluice::Secrets do
           config.monitor = monitor
         end
         texts = [*printed(client.config), *printed(client)]
-        expect(client.config.inspect).to include('"sasl.password"=>"[FILTERED]"', ':"sasl.password"=>"[FILTERED]"')
+        expect(client.config.inspect.scan("[FILTERED]").size).to eq(6) # three secrets under String keys, three under Symbol keys
         Timeout.timeout(10) { texts << lines.pop } # librdkafka's debug lines come (the broker's refused connect, at least)
         client.close
         texts << lines.pop until lines.empty?
