@@ -171,6 +171,15 @@ module SpecHelpers
     end
   end
 
+  # Polls a subscribed consumer until it hands out payload (up to timeout s).
+  # @return [String, nil] the last payload read: payload, or what came instead
+  def poll_until_payload(consumer, payload, timeout: 30)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+    seen = nil
+    seen = consumer.poll(500)&.payload until seen == payload || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    seen
+  end
+
   private
 
   def read_messages(consumer, count, timeout)

@@ -22,10 +22,7 @@ RSpec.describe "Consumer with group.protocol consumer (KIP-848)", :kafka, timeou
     build_producer.produce_sync(topic: topic, payload: payload)
     consumer = kip848_consumer
     consumer.subscribe(topic)
-    deadline = now + 30
-    seen = nil
-    seen = consumer.poll(500)&.payload until seen == payload || now > deadline
-    expect(seen).to eq(payload)
+    expect(poll_until_payload(consumer, payload)).to eq(payload)
   end
 
   it "raises GroupProtocolUnsupportedError from a read within seconds on a broker without it, naming the broker",

@@ -56,10 +56,7 @@ RSpec.describe "OAuth client credentials against a JWKS-validating broker", :kaf
     expect(build_producer(kafka: sasl, monitor: monitor).produce_sync(topic: topic, payload: payload).error).to be_nil
     consumer = build_consumer(**sasl, "auto.offset.reset": "earliest") { |config| config.monitor = monitor }
     consumer.subscribe(topic)
-    deadline = now + 30
-    seen = nil
-    seen = consumer.poll(500)&.payload until seen == payload || now > deadline
-    expect(seen).to eq(payload)
+    expect(poll_until_payload(consumer, payload)).to eq(payload)
   end
 
   {
