@@ -5,12 +5,16 @@ require "json"
 require "time"
 require_relative "../sluice"
 require_relative "cli/usage_error"
+require_relative "cli/escapes"
+require_relative "cli/kcat_arguments"
 require_relative "cli/options"
+require_relative "cli/broker_probe"
 require_relative "cli/command"
 require_relative "cli/start_offset"
 require_relative "cli/time_argument"
 require_relative "cli/message_format"
 require_relative "cli/input_line"
+require_relative "cli/input_reader"
 require_relative "cli/deliveries"
 require_relative "cli/table"
 require_relative "cli/commands/topics"
@@ -21,6 +25,7 @@ require_relative "cli/commands/lag"
 require_relative "cli/commands/reset"
 require_relative "cli/commands/produce"
 require_relative "cli/commands/tail"
+require_relative "cli/commands/offsets"
 require_relative "cli/commands/bench"
 
 module Sluice
@@ -38,7 +43,7 @@ module Sluice
     COMMANDS = {
       "topics" => Commands::Topics, "describe" => Commands::Describe, "create" => Commands::Create,
       "produce" => Commands::Produce, "tail" => Commands::Tail, "groups" => Commands::Groups,
-      "lag" => Commands::Lag, "reset" => Commands::Reset, "bench" => Commands::Bench
+      "lag" => Commands::Lag, "reset" => Commands::Reset, "offsets" => Commands::Offsets, "bench" => Commands::Bench
     }.freeze
 
     # Exit codes: done, and a usage error.
@@ -52,6 +57,7 @@ module Sluice
     # @param argv [Array<String>] the command and its arguments
     # @return [Integer] the exit code
     def start(argv, streams: IOs.new($stdin, $stdout, $stderr), env: ENV)
+      argv = translated(argv, streams) or return USAGE
       name, *rest = argv
       case name
       when "-h", "--help", "help" then help(rest.first, streams)
@@ -62,11 +68,21 @@ module Sluice
       end
     end
 
+    # argv in sluice's shape (KcatArguments), or nil after telling why it has none.
+    def translated(argv, streams)
+      KcatArguments.translate(argv)
+    rescue UsageError => e
+      streams.stderr.puts("sluice: #{e.message}")
+      streams.stderr.puts(usage)
+      nil
+    end
+
     # @return [String] the general usage: every command and its summary
     def usage
       width = COMMANDS.keys.map(&:size).max
       lines = COMMANDS.map { |name, command| format("  %-#{width}s  %s", name, command::SUMMARY) }
-      "usage: sluice COMMAND [options] (sluice help COMMAND for its options)\n\ncommands:\n#{lines.join("\n")}\n\n" \
+      "usage: sluice COMMAND [options] (sluice help COMMAND for its options)\n" \
+        "       sluice -P|-C|-L|-Q -t TOPIC [kcat's options] (kcat's command lines: docs/CLI.md)\n\ncommands:\n#{lines.join("\n")}\n\n" \
         "Brokers come from -b HOST:PORT[,...] or KAFKA_BROKERS. Exit codes: 0 done, 1 a Kafka error, 2 a usage error, 130 interrupted."
     end
 

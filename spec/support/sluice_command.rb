@@ -52,6 +52,16 @@ module SluiceCommand
 
     def signal(name) = Process.kill(name, @pid)
 
+    # Writes to its stdin (false once it stopped reading).
+    def write(text)
+      @stdin.write(text)
+      true
+    rescue Errno::EPIPE, IOError
+      false
+    end
+
+    def close_input = @stdin.close
+
     # [Process::Status, stderr] once it exits, within seconds (killed after them).
     def finish(seconds = 30)
       unless @wait.join(seconds)

@@ -39,6 +39,9 @@ module Sluice
         USAGE
       rescue Errors::BaseError => e
         failed(e)
+      rescue BrokerProbe::Unreachable => e
+        warn_line("sluice #{@name}: #{e.message}")
+        FAILED
       rescue Errno::EPIPE
         PIPE_CLOSED
       rescue SignalException => e # Ctrl-C (Interrupt) or SIGTERM: the clients were closed on the way out
@@ -89,9 +92,17 @@ module Sluice
 
       def logger = @logger ||= @options.logger(@io.stderr)
 
+      # The librdkafka properties for a client, once a bootstrap broker
+      # answered (the first call probes them: BrokerProbe).
+      # @raise [BrokerProbe::Unreachable]
+      def kafka
+        @reachable ||= BrokerProbe.new(@options.brokers, @options.timeout).check! || true
+        @options.kafka
+      end
+
       def with_admin
         admin = Admin.new do |config|
-          config.kafka = @options.kafka
+          config.kafka = kafka
           config.max_wait_timeout = @options.timeout_ms
           config.logger = logger
         end

@@ -2,13 +2,21 @@
 
 module Sluice
   module CLI
-    # The delivery handles of a long produce, waited for in windows (memory
-    # stays bounded however long the input), counted, and reported: a
-    # progress line every `progress` messages, the first few failures, and a
-    # summary.
+    # The delivery handles of a long produce, each with its input line,
+    # waited for in windows (memory stays bounded however long the input),
+    # counted, and reported: a progress line every `progress` messages, the
+    # first few failures, and a summary. When the run is interrupted, the
+    # summary says which input line a rerun resumes from.
+    #
+    # Entries are settled in input order, and an entry is counted and
+    # removed as one step that no signal splits (Thread.handle_interrupt):
+    # wherever Ctrl-C lands, every message sent is counted exactly once.
     class Deliveries
       WINDOW = 10_000 # handles waited for at a time, once twice as many are pending
       SHOWN_FAILURES = 5 # failures told one by one; the summary counts the rest
+      # A purge at close: the message may have been written (a purged
+      # message can be one sent with no answer yet), so it is not known.
+      PURGED = %i[purge_queue purge_inflight].freeze
 
       # Messages counted so far: sent, delivered, failed.
       attr_reader :sent, :delivered, :failed
@@ -19,46 +27,91 @@ module Sluice
         @stderr = stderr
         @progress = progress
         @wait_ms = wait_ms
-        @pending = []
-        @sent = @delivered = @failed = 0
+        @pending = [] # [line number, DeliveryHandle or the error that refused it]
+        @sent = @delivered = @failed = @unknown = 0
+        @first_missing = nil # the first input line whose message was not delivered
+        @delivered_after = 0 # messages delivered from lines after it
         @started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
 
-      # Counts a message sent; waits for the oldest handles once twice WINDOW
-      # are pending (memory stays bounded), and prints progress.
+      # Counts a message sent from input line `line`. Call it with signals
+      # deferred, together with the produce call.
       # @param handle [DeliveryHandle]
-      def add(handle)
-        @pending << handle
-        @sent += 1
-        settle(@pending.shift(WINDOW)) if @pending.size >= 2 * WINDOW
+      def add(handle, line) = enqueue(line, handle)
+
+      # A message that never reached librdkafka (refused before it was sent).
+      def refused(line, error) = enqueue(line, error)
+
+      # Waits for the oldest handles once twice WINDOW are pending (memory
+      # stays bounded), and prints progress. A signal may end the wait.
+      def settle_window
+        settle(@wait_ms) { @pending.size > WINDOW } if @pending.size >= 2 * WINDOW
         progress_line if @progress.positive? && (@sent % @progress).zero?
       end
 
-      # A message that never reached librdkafka (refused before it was sent).
-      def refused(what, error)
-        @sent += 1
-        failure("#{what}: #{error.message}")
-      end
-
       # Waits for every handle still pending.
-      def finish = settle(@pending.slice!(0..))
+      def finish = settle(@wait_ms) { @pending.any? }
+
+      # Counts what is settled without waiting: a handle still pending is not known.
+      def finish_now = settle(0) { @pending.any? }
 
       # @return [String] the line printed at the end: delivered, sent, failed, rate
       def summary(topic)
         "sluice produce: #{@delivered} of #{@sent} message(s) delivered to #{topic}, #{@failed} failed (#{rate} msg/s)"
       end
 
+      # @param signal [String] the signal's name (INT, TERM)
+      # @param lines [Integer] input lines read
+      # @return [Array<String>] the summary of an interrupted run: counts and where a rerun resumes
+      def interrupted_summary(topic, signal, lines)
+        resume = @first_missing || (lines + 1)
+        again = @delivered_after.positive? ? "; #{@delivered_after} message(s) after it were delivered and would be sent again" : ""
+        ["sluice produce: interrupted by SIG#{signal} after input line #{lines}: #{@delivered} of #{@sent} message(s) delivered to #{topic}, " \
+         "#{@failed} failed, #{@unknown} not known (no delivery report: may be written)",
+         "sluice produce: to resume, rerun with the input from line #{resume} (tail -n +#{resume})#{again}"]
+      end
+
       def failed? = @failed.positive?
 
       private
 
-      def settle(handles)
-        handles.each do |handle|
-          report = handle.wait(max_wait_timeout: @wait_ms, raise_response_error: false)
-          report.error ? failure("delivery failed: #{report.error.message}") : @delivered += 1
-        rescue Errors::WaitTimeoutError
-          failure("no delivery report within #{@wait_ms} ms")
+      def enqueue(line, entry)
+        @pending << [line, entry]
+        @sent += 1
+      end
+
+      def settle(wait_ms)
+        while yield
+          line, entry = @pending.first
+          outcome = outcome(line, entry, wait_ms)
+          Thread.handle_interrupt(Object => :never) do
+            record(line, outcome)
+            @pending.shift
+          end
         end
+      end
+
+      # @return [Symbol, String] :delivered, :unknown, or a failure's text
+      def outcome(line, entry, wait_ms)
+        return "line #{line}: #{entry.message}" if entry.is_a?(Exception)
+
+        report = entry.wait(max_wait_timeout: wait_ms, raise_response_error: false)
+        return :delivered unless report.error
+
+        PURGED.include?(report.error.code) ? :unknown : "delivery failed: #{report.error.message}"
+      rescue Errors::WaitTimeoutError
+        wait_ms.zero? ? :unknown : "no delivery report within #{wait_ms} ms"
+      end
+
+      def record(line, outcome)
+        if outcome == :delivered
+          @delivered += 1
+          @delivered_after += 1 if @first_missing
+          return
+        end
+
+        @first_missing ||= line
+        outcome == :unknown ? @unknown += 1 : failure(outcome)
       end
 
       def failure(line)

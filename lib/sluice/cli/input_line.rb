@@ -3,11 +3,12 @@
 module Sluice
   module CLI
     # One line of produce's input as a message: the line is the value (with
-    # -K DELIM, what comes before the first DELIM is the key), or with --json
-    # an object {"key":, "value":, "headers": {}, "partition":} (a null value
-    # is a tombstone). As kcat: the line's bytes as read, only the "\n" taken
-    # off (a "\r" before it stays); an empty line is no message; with -Z an
-    # empty key or value after -K's split is sent as NULL.
+    # -K DELIM, what comes before the first DELIM is the key; -k KEY, the key
+    # of a line that names none), or with --json an object {"key":,
+    # "value":, "headers": {}, "partition":} (a null value is a tombstone).
+    # As kcat: the line's bytes as read, only the delimiter ("\n", or -D's)
+    # taken off (a "\r" before a "\n" stays); an empty line is no message;
+    # with -Z an empty key or value after -K's split is sent as NULL.
     class InputLine
       # The fields a --json line may have.
       JSON_FIELDS = %w[key value headers partition].freeze
@@ -15,8 +16,12 @@ module Sluice
       # @param headers [Hash] -H pairs, for every message
       # @param partition [Integer, nil] -p
       # @param null [Boolean] -Z: an empty key or value (around -K's delimiter) is NULL
-      def initialize(topic:, json: false, key_delimiter: nil, headers: {}, partition: nil, null: false)
+      # @param key [String, nil] -k: the key of a line that does not name one
+      # @param delimiter [String] -D: what ends a line (taken off)
+      def initialize(topic:, json: false, key_delimiter: nil, headers: {}, partition: nil, null: false, key: nil, delimiter: "\n")
         @null = null
+        @key = key
+        @delimiter = delimiter
         @topic = topic
         @json = json
         @key_delimiter = key_delimiter
@@ -27,12 +32,13 @@ module Sluice
       # @return [Hash, nil] a message for Producer#produce_async; nil for an empty line (skipped, as kcat does)
       # @raise [ArgumentError] a --json line that is not a message object
       def message(line)
-        line = line.delete_suffix("\n")
+        line = line.delete_suffix(@delimiter)
         return if line.empty?
 
         fields = @json ? parsed(line) : split(line)
         message = { topic: @topic, payload: fields[:value] }
-        message[:key] = fields[:key] if fields[:key]
+        key = fields.key?(:key) ? fields[:key] : @key
+        message[:key] = key if key
         headers = @headers.merge(fields[:headers] || {})
         message[:headers] = headers unless headers.empty?
         partition = fields.key?(:partition) ? fields[:partition] : @partition

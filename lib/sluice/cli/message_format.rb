@@ -2,29 +2,88 @@
 
 module Sluice
   module CLI
-    # How tail prints a message: its value (kcat's default; with -K DELIM,
-    # key DELIM value), or one JSON object per line.
+    # How tail prints a message, as kcat does:
+    # - `value` (the default): the value, with -K DELIM the key and DELIM
+    #   before it, then -D's delimiter (a newline by default);
+    # - `json`: one JSON object a line;
+    # - a format string with kcat's tokens (-f 'Topic %t [%p] at offset %o: key %k: %s\n'),
+    #   printed as it is: no delimiter is added.
+    # With -Z a NULL key or value prints as NULL instead of nothing.
     class MessageFormat
-      # What -f takes.
+      # What -f takes besides a format string.
       FORMATS = %w[value json].freeze
+      # kcat's -f tokens and the field each prints.
+      TOKENS = {
+        "s" => :value, "S" => :value_size, "R" => :value_size_binary, "k" => :key, "K" => :key_size,
+        "T" => :timestamp, "h" => :headers, "t" => :topic, "p" => :partition, "o" => :offset, "%" => :percent
+      }.freeze
+      # What -Z prints for a NULL key or value (kcat's "NULL").
+      NULL = "NULL"
 
-      # @param key_delimiter [String, nil] -K: print the key before the value
-      def initialize(format, key_delimiter)
-        raise UsageError, "-f takes #{FORMATS.join(" or ")}, got #{format.inspect}" unless FORMATS.include?(format)
+      # @param format [String] value, json, or a format string (one with a % token or a \ escape)
+      # @param key_delimiter [String, nil] -K: the value format prints the key and it before the value
+      # @param delimiter [String] -D: what follows each message in the value and json formats
+      # @param null [Boolean] -Z: a NULL key or value prints as NULL
+      # @raise [UsageError] an unknown format or token
+      def initialize(format, key_delimiter: nil, delimiter: "\n", null: false)
+        @key_delimiter = key_delimiter && Escapes.parse(key_delimiter)
+        @delimiter = Escapes.parse(delimiter)
+        @null = null ? NULL : "".b
+        @parts = template(format) if format.match?(/[%\\]/)
+        unless @parts || FORMATS.include?(format)
+          raise UsageError,
+                "-f takes #{FORMATS.join(", ")} or a format string with kcat's %tokens, got #{format.inspect}"
+        end
 
         @json = format == "json"
-        @key_delimiter = key_delimiter
       end
 
       # @param message [Message]
-      # @return [String] the message as printed, without the newline
-      def line(message) = @json ? json(message) : value(message)
+      # @return [String] what is printed for the message (binary), delimiter included
+      def render(message)
+        return @parts.map { |part| part.is_a?(Symbol) ? field(part, message) : part }.join.b if @parts
+        return JSON.generate(json(message)).b << @delimiter if @json
+
+        value = bytes(message.payload)
+        (@key_delimiter ? bytes(message.key) + @key_delimiter + value : value) << @delimiter
+      end
 
       private
 
-      def value(message)
-        payload = message.payload.to_s
-        @key_delimiter ? "#{message.key}#{@key_delimiter}#{payload}" : payload
+      # The format string as literal byte strings and token symbols.
+      def template(format)
+        format.b.split(/(%.?)/m).reject(&:empty?).map do |piece|
+          next Escapes.parse(piece) unless piece.start_with?("%")
+
+          TOKENS.fetch(piece[1..]) do
+            raise UsageError, "-f: unknown token #{piece.inspect} (kcat's tokens: #{TOKENS.keys.map do |t|
+                                                                                      "%#{t}"
+                                                                                    end.join(" ")})"
+          end
+        end
+      end
+
+      def field(name, message)
+        case name
+        when :value then bytes(message.payload)
+        when :key then bytes(message.key)
+        when :value_size then size(message.payload).to_s
+        when :key_size then size(message.key).to_s
+        when :value_size_binary then [size(message.payload)].pack("l>")
+        when :timestamp then message.timestamp_ms.to_s
+        when :headers then headers(message.headers)
+        when :percent then "%"
+        else message.public_send(name).to_s
+        end
+      end
+
+      def bytes(text) = text.nil? ? @null.dup : text.b
+
+      def size(text) = text.nil? ? -1 : text.bytesize
+
+      # kcat's %h: name=value pairs joined by commas, a NULL value as NULL.
+      def headers(headers)
+        headers.flat_map { |name, value| Array(value.nil? ? [nil] : value).map { |v| "#{name}=#{v.nil? ? NULL : v}".b } }.join(",")
       end
 
       def json(message)
@@ -32,7 +91,7 @@ module Sluice
         text(fields, :key, message.key)
         fields[:headers] = message.headers.transform_values { |value| value.is_a?(Array) ? value.map { |v| scrubbed(v) } : scrubbed(value) }
         text(fields, :value, message.payload)
-        JSON.generate(fields)
+        fields
       end
 
       # Header values are text by convention: one that is not shows U+FFFD where its bytes were.

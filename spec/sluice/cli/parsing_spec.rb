@@ -9,7 +9,7 @@ require "sluice/cli"
 RSpec.describe Sluice::CLI do
   def run_cli(*argv, env: {}, stdin: "")
     streams = Sluice::CLI::IOs.new(StringIO.new(stdin), StringIO.new, StringIO.new)
-    code = described_class.start(argv, streams: streams, env: env)
+    code = Sluice::CLI.start(argv, streams: streams, env: env)
     [code, streams.stdout.string, streams.stderr.string]
   end
 
@@ -207,19 +207,101 @@ RSpec.describe Sluice::CLI do
   describe Sluice::CLI::MessageFormat do
     let(:message) { Sluice::Message.new("t", 1, 7, "k", "v\xFF".b, 1_700_000_000_123, %w[h x h y]) }
 
-    it "prints the value, or key DELIM value" do
-      expect(described_class.new("value", nil).line(message)).to eq("v\xFF".b)
-      expect(described_class.new("value", "|").line(Sluice::Message.new("t", 0, 0, "k", "v", 0, nil))).to eq("k|v")
+    it "prints the value, or key DELIM value, then -D's delimiter; -Z prints NULL for nil" do
+      expect(described_class.new("value").render(message)).to eq("v\xFF\n".b)
+      expect(described_class.new("value", key_delimiter: "|",
+                                          delimiter: '\x00').render(Sluice::Message.new("t", 0, 0, "k", "v", 0, nil))).to eq("k|v\0")
+      tombstone = Sluice::Message.new("t", 0, 0, nil, nil, 0, nil)
+      expect(described_class.new("value", key_delimiter: "=").render(tombstone)).to eq("=\n")
+      expect(described_class.new("value", key_delimiter: "=", null: true).render(tombstone)).to eq("NULL=NULL\n")
     end
 
     it "prints JSON with every field, bytes that are not UTF-8 as base64" do
-      expect(JSON.parse(described_class.new("json", nil).line(message)))
+      expect(JSON.parse(described_class.new("json").render(message)))
         .to eq("topic" => "t", "partition" => 1, "offset" => 7, "timestamp" => 1_700_000_000_123, "key" => "k",
                "headers" => { "h" => %w[x y] }, "value_base64" => ["v\xFF".b].pack("m0"))
     end
 
-    it "refuses a format it does not have" do
-      expect { described_class.new("xml", nil) }.to raise_error(Sluice::CLI::UsageError, /value or json/)
+    it "prints kcat's format strings: every token, escapes, no delimiter added" do
+      format = described_class.new('%t|%p|%o|%T|%k|%K|%s|%S|%h|%%|\t\x41\065\n')
+      expect(format.render(message)).to eq("t|1|7|1700000000123|k|1|v\xFF|2|h=x,h=y|%|\tA5\n".b)
+      expect(described_class.new("%R").render(message)).to eq([2].pack("l>"))
+      expect(described_class.new("[%k][%s]%K%S").render(Sluice::Message.new("t", 0, 0, nil, nil, 0, nil))).to eq("[][]-1-1")
+    end
+
+    it "refuses a format or a token it does not have" do
+      expect { described_class.new("xml") }.to raise_error(Sluice::CLI::UsageError, /value, json or a format string/)
+      expect { described_class.new("%q") }.to raise_error(Sluice::CLI::UsageError, /unknown token "%q"/)
+      expect { described_class.new("%") }.to raise_error(Sluice::CLI::UsageError, /unknown token "%"/)
+      expect { described_class.new('\999') }.to raise_error(Sluice::CLI::UsageError, /not a byte/)
+    end
+  end
+
+  describe Sluice::CLI::KcatArguments do
+    def translate(*argv) = described_class.translate(argv)
+
+    it "maps kcat's modes onto commands, -t onto the topic, and keeps the other flags" do
+      expect(translate("-b", "B", "-t", "T", "-P", "-K", ":", "-k", "K", "-H", "a=b", "-Z", "-T", "-c",
+                       "5")).to eq(%w[produce T -b B -K : -k K -H a=b -Z -T -c 5])
+      expect(translate("-C", "-tT", "-o", "-5", "-e", "-J", "-p", "1", "-u", "-D", "|")).to eq(%w[tail T -o -5 -e -J -p 1 -u -D |])
+      expect(translate("-b", "B", "-G", "g", "T", "-o", "beginning")).to eq(%w[tail T -G g -b B -o beginning])
+      expect(translate("-L")).to eq(%w[topics])
+      expect(translate("-L", "-t", "T", "-J")).to eq(%w[describe T -J])
+      expect(translate("-Q", "-t", "T:0:1", "-t", "T:1:1")).to eq(%w[offsets T:0:1 T:1:1])
+    end
+
+    it "spells kcat's -z, -m, -d, -p -1, -l FILE and -E the sluice way" do
+      expect(translate("-P", "-t", "T", "-z", "lz4", "-m", "3", "-d", "broker", "-p", "-1", "-E", "-l", "f"))
+        .to eq(%w[produce T --file f -X compression.codec=lz4 --timeout 3 -X debug=broker])
+    end
+
+    it "moves a command after common flags to the front, and leaves sluice's own shape alone" do
+      expect(translate("-b", "B", "-X", "a=b", "--timeout", "3", "-q", "lag", "g")).to eq(%w[lag -b B -X a=b --timeout 3 -q g])
+      expect(translate("tail", "T", "-C")).to eq(%w[tail T -C])
+      expect(translate("--nope", "topics")).to eq(%w[topics --nope])
+      expect(translate("-b", "B")).to eq(%w[-b B])
+    end
+
+    it "refuses what it cannot map, naming it" do
+      { %w[-P] => "-P needs a topic", %w[-C -t a -t b] => "one topic at a time", %w[-C -P -t T] => "one of -P, -C, -L, -Q",
+        %w[-P -t T f] => "add -l", %w[-C -t T -s avro] => "deserializers", %w[-M 3] => "mock cluster", %w[-C -t T -O] => "-O is not supported",
+        %w[-C -t] => "-t takes a value" }.each do |argv, message|
+        expect { translate(*argv) }.to raise_error(Sluice::CLI::UsageError, /#{Regexp.escape(message)}/), argv.join(" ")
+      end
+      expect(run_cli("-P")[0..1]).to eq([2, ""])
+    end
+  end
+
+  describe Sluice::CLI::InputReader do
+    it "splits on the delimiter, keeps it, and gives the last record without one" do
+      reader = described_class.new(StringIO.new("a\x1eb\x1e\x1ec".b), "\x1e".b)
+      expect(Array.new(5) { reader.next_record }).to eq(["a\x1e", "b\x1e", "\x1e", "c", nil])
+    end
+
+    it "joins a record split across reads" do
+      read, write = IO.pipe
+      reader = described_class.new(read, "\n")
+      write.write("par")
+      writer = Thread.new do
+        Thread.pass until read.wait_readable(0).nil?
+        write.write("tial\nnext\n")
+        write.close
+      end
+      expect([reader.next_record, reader.next_record, reader.next_record]).to eq(["partial\n", "next\n", nil])
+      writer.join
+    end
+  end
+
+  describe Sluice::CLI::BrokerProbe do
+    it "fails at once naming each address and why when none answers, passes when one does" do
+      server = TCPServer.new("127.0.0.1", 0)
+      refused = "127.0.0.1:1"
+      expect { described_class.new("#{refused},nonexistent.invalid:9092", 5).check! }
+        .to raise_error(described_class::Unreachable,
+                        /\Ano broker answered: 127\.0\.0\.1:1 \(Connection refused\), nonexistent\.invalid:9092 \(.+\)\z/)
+      expect(described_class.new("#{refused}, PLAINTEXT://127.0.0.1:#{server.addr[1]}", 5).check!).to be_nil
+    ensure
+      server&.close
     end
   end
 end

@@ -40,7 +40,7 @@ module Sluice
 
         def new_producer
           Producer.new do |config|
-            config.kafka = { "message.timeout.ms" => @options.timeout_ms }.merge(@options.kafka)
+            config.kafka = { "message.timeout.ms" => @options.timeout_ms }.merge(kafka)
             config.max_wait_timeout = @options.timeout_ms + 5_000
             config.logger = logger
           end

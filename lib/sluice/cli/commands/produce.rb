@@ -12,43 +12,128 @@ module Sluice
         ARGUMENTS = "TOPIC"
         # Messages between two progress lines on stderr.
         DEFAULT_PROGRESS = 100_000
+        # Signals that interrupt it (the exit code is then 128 + the signal's number).
+        SIGNALS = %w[INT TERM].freeze
 
-        # -K, -H, -p, -Z, --json, --progress.
+        # -K, -k, -H, -p, -Z, -D, -c, -T, -z, --file, --json, --progress.
         def define(parser)
           @headers = {}
           @progress = DEFAULT_PROGRESS
+          @delimiter = "\n"
           parser.on("-K", "--key-delimiter DELIM", "the key is what comes before the first DELIM of a line") { |delim| @key_delimiter = delim }
+          parser.on("-k", "--key KEY", "the key of every line that names none (-K's key wins)") { |key| @key = key }
           parser.on("-H", "--header NAME=VALUE", "a header on every message (repeatable)") { |pair| header(pair) }
           parser.on("-p", "--partition N", "to this partition (default: by key, or spread)") { |n| @partition = partition(n) }
           parser.on("-Z", "--null", "with -K: an empty key or value is sent as NULL (an empty value: a tombstone)") { @null = true }
+          parser.on("-D", "--delimiter DELIM", "what ends a message in the input (default \\n; kcat's escapes: \\t \\xHH ...)") do |delim|
+            @delimiter = Escapes.parse(delim)
+          end
+          parser.on("-c", "--count COUNT", "stop after COUNT messages") { |n| @count = positive_integer(n, "-c") }
+          parser.on("-T", "--tee", "write each message's input line to stdout once it is sent") { @tee = true }
+          parser.on("-z", "--compression CODEC", "compress: gzip, snappy, lz4, zstd (compression.codec)") { |codec| @compression = codec }
+          parser.on("--file FILE", "read FILE instead of stdin (kcat's -l FILE)") { |path| @file = path }
           parser.on("--json", 'each line is {"key":, "value":, "headers": {}, "partition":} (a null value: a tombstone)') { @json = true }
           parser.on("--progress N", "a progress line on stderr every N messages (default #{DEFAULT_PROGRESS}; 0: none)") do |n|
             @progress = n == "0" ? 0 : positive_integer(n, "--progress")
           end
         end
 
-        # @return [Integer, nil] FAILED when a message failed
+        # @return [Integer, nil] FAILED when a message failed; 128 + n when signal n interrupted it
         def run(topic)
-          raise UsageError, "-K and --json do not go together: a JSON line names its key" if @key_delimiter && @json
-
-          input = InputLine.new(topic: topic, json: @json, key_delimiter: @key_delimiter, headers: @headers, partition: @partition, null: @null)
+          input = input_line(topic)
           deliveries = Deliveries.new(@io.stderr, progress: @progress, wait_ms: wait_ms)
-          with_producer { |producer| send_all(producer, input, deliveries) }
+          with_input do |input_io|
+            with_producer { |producer| maskable_signals { send_all(producer, input_io, input, deliveries) } }
+          end
           warn_line(deliveries.summary(topic))
           deliveries.failed? ? FAILED : nil
+        rescue Interrupted => e
+          deliveries.interrupted_summary(topic, e.signal, e.lines).each { |line| warn_line(line) }
+          128 + Signal.list.fetch(e.signal)
         end
 
         private
 
-        def send_all(producer, input, deliveries)
-          @io.stdin.binmode
-          @io.stdin.each_line.with_index(1) do |line, number|
-            message = input.message(line) or next # an empty line
-            deliveries.add(producer.produce_async(message))
-          rescue ArgumentError, Errors::MessageInvalidError, Errors::ProduceError => e
-            deliveries.refused("line #{number}", e)
+        # A signal during a produce, once what was sent is settled (Produce#interrupted).
+        class Interrupted < StandardError
+          # The signal's name, and the input lines read before it.
+          attr_reader :signal, :lines
+
+          def initialize(signal, lines)
+            @signal = signal
+            @lines = lines
+            super("interrupted by SIG#{signal}")
+          end
+        end
+
+        # Ruby raises SIGINT's Interrupt on the spot, past
+        # Thread.handle_interrupt; raised through Thread#raise instead, it
+        # waits for the end of a deferred step like SIGTERM's does.
+        def maskable_signals
+          previous = SIGNALS.to_h { |name| [name, trap(name) { Thread.main.raise(name == "INT" ? Interrupt.new : SignalException.new(name)) }] }
+          yield
+        ensure
+          previous&.each { |name, handler| trap(name, handler) }
+        end
+
+        def input_line(topic)
+          raise UsageError, "-K and --json do not go together: a JSON line names its key" if @key_delimiter && @json
+          raise UsageError, "-D takes a delimiter of at least one byte" if @delimiter.empty?
+
+          InputLine.new(topic: topic, json: @json, key_delimiter: @key_delimiter && Escapes.parse(@key_delimiter), headers: @headers,
+                        partition: @partition, null: @null, key: @key, delimiter: @delimiter)
+        end
+
+        # A line is counted, made a message, produced and recorded with
+        # signals deferred: a signal lands while waiting for input or for
+        # deliveries, and the lines counted are exactly those whose message
+        # is accounted for.
+        def send_all(producer, input_io, input, deliveries)
+          lines = 0
+          reader = InputReader.new(input_io, @delimiter)
+          while (!@count || deliveries.sent < @count) && (line = reader.next_record)
+            Thread.handle_interrupt(Object => :never) { produce(producer, input, line, lines += 1, deliveries) }
+            deliveries.settle_window
           end
           deliveries.finish
+        rescue SignalException => e
+          interrupted(producer, deliveries, e, lines)
+        end
+
+        def produce(producer, input, line, number, deliveries)
+          message = input.message(line) or return # an empty line
+          deliveries.add(producer.produce_async(message), number)
+          @io.stdout.write(line) if @tee
+        rescue ArgumentError, Errors::MessageInvalidError, Errors::ProduceError => e
+          deliveries.refused(number, e)
+        end
+
+        # Closes the producer within --timeout (what is still queued then is
+        # purged), counts every message's outcome and raises
+        # Interrupted for the summary. A second signal ends the wait.
+        def interrupted(producer, deliveries, signal, lines)
+          begin
+            producer.close(timeout: @options.timeout_ms)
+          rescue SignalException
+            nil # the second signal: count what is settled now
+          end
+          deliveries.finish_now
+          raise Interrupted.new(Signal.signame(signal.signo), lines)
+        end
+
+        def with_input
+          return yield @io.stdin.binmode unless @file
+
+          file = begin
+            File.open(@file, "rb")
+          rescue SystemCallError => e
+            raise UsageError, "cannot read #{@file}: #{e.message.sub(/ @ \w+ - .*/, "")}"
+          end
+          begin
+            yield file
+          ensure
+            file.close
+          end
         end
 
         # A failed delivery is reported after message.timeout.ms (the
@@ -56,13 +141,19 @@ module Sluice
         # longer, so each message ends delivered or failed, never unknown.
         def with_producer
           producer = Producer.new do |config|
-            config.kafka = { "message.timeout.ms" => @options.timeout_ms }.merge(@options.kafka)
+            config.kafka = producer_settings.merge(kafka)
             config.max_wait_timeout = wait_ms
             config.logger = logger
           end
           yield producer
         ensure
           producer&.close
+        end
+
+        def producer_settings
+          settings = { "message.timeout.ms" => @options.timeout_ms }
+          settings["compression.codec"] = @compression if @compression
+          settings
         end
 
         def wait_ms

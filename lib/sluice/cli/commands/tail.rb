@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "securerandom"
-require "set"
 
 module Sluice
   module CLI
@@ -17,25 +16,30 @@ module Sluice
         # Signals that stop the read (the exit code is then 128 + the signal's number).
         SIGNALS = %w[INT TERM].freeze
 
-        # -o, -c, -e, -f, -J, -K, -p, -G.
+        # -o, -c, -e, -f, -J, -K, -D, -Z, -u, -p, -G.
         def define(parser)
           @start = StartOffset.parse("end")
           @format = "value"
+          @delimiter = "\n"
           parser.on("-o", "--offset OFFSET", "beginning, end (default), stored, OFFSET, -N (N before the end), s@TIME") do |text|
             @start = StartOffset.parse(text)
           end
           parser.on("-c", "--count COUNT", "exit after COUNT messages") { |n| @count = positive_integer(n, "-c") }
           parser.on("-e", "--exit-at-end", "exit once every partition's end is reached") { @exit_at_end = true }
-          parser.on("-f", "--format FORMAT", "value (default) or json: topic, partition, offset, timestamp, key, headers, value") { |f| @format = f }
+          parser.on("-f", "--format FORMAT", "value (default), json, or a kcat format string: %s value, %k key, %t topic,",
+                    "%p partition, %o offset, %T timestamp, %h headers, %S/%K sizes, %R, \\n \\t \\xHH") { |f| @format = f }
           parser.on("-J", "--json", "the json format (kcat's -J)") { @format = "json" }
           parser.on("-K", "--key-delimiter DELIM", "value format: print the key and DELIM before the value") { |delim| @key_delimiter = delim }
+          parser.on("-D", "--delimiter DELIM", "value and json formats: what follows each message (default \\n)") { |delim| @delimiter = delim }
+          parser.on("-Z", "--null", "print a NULL key or value as NULL (default: nothing)") { @null = true }
+          parser.on("-u", "--unbuffered", "write each message out at once (default: after each batch read)") { @unbuffered = true }
           parser.on("-p", "--partition N", "this partition only (repeatable)") { |n| (@partitions ||= []) << partition(n) }
           parser.on("-G", "--group GROUP", "read as a member of GROUP (subscribe, commit) instead of by assignment") { |group| @group = group }
         end
 
         # @return [Integer, nil] 128 + n when signal n stopped it
         def run(topic)
-          format = MessageFormat.new(@format, @key_delimiter)
+          format = MessageFormat.new(@format, key_delimiter: @key_delimiter, delimiter: @delimiter, null: @null == true)
           check_group_options!
           consumer = new_consumer
           start(consumer, topic)
@@ -54,7 +58,7 @@ module Sluice
 
         def new_consumer
           Consumer.new do |config|
-            config.kafka = consumer_settings.merge(@options.kafka)
+            config.kafka = consumer_settings.merge(kafka)
             config.max_wait_timeout = @options.timeout_ms
             config.logger = logger
           end
@@ -96,24 +100,43 @@ module Sluice
           consumer.stop
         end
 
+        # Output is flushed after each batch read (kcat flushes on exit and
+        # when its buffer fills): a message is on stdout as soon as nothing
+        # more is waiting. -c and -u print one message at a time: -c so that
+        # a group commits only what was printed, -u to flush each.
         def print_messages(consumer, format)
+          return consumer.each_batch { |batch| print_batch(batch, format) } unless @count || @unbuffered
+
           printed = 0
           consumer.each_message do |message|
-            @io.stdout.write("#{format.line(message)}\n")
-            @io.stdout.flush
-            @reached&.delete(message.partition)
+            print_batch([message], format)
             consumer.stop if @count && (printed += 1) >= @count
           end
         end
 
-        # -e: partitions whose end was reached and nothing came after; the
-        # read stops once that is every assigned one.
+        def print_batch(messages, format)
+          messages.each do |message|
+            @io.stdout.write(format.render(message))
+            came_after_end(message) if @reached
+          end
+          @io.stdout.flush
+        end
+
+        # -e: partitions whose end was reached (partition => the end's
+        # offset) and nothing came after; the read stops once that is every
+        # assigned one. A batch can hold a partition's last messages and its
+        # end both: only a message at or past the end un-reaches it.
         def stop_at_end(consumer)
-          @reached = Set.new
+          @reached = {}
           consumer.monitor.subscribe("consumer.partition_eof") do |event|
-            @reached << event[:partition]
+            @reached[event[:partition]] = event[:offset]
             consumer.stop if @reached.size >= consumer.assignment.values.sum(&:size)
           end
+        end
+
+        def came_after_end(message)
+          ended = @reached[message.partition]
+          @reached.delete(message.partition) if ended && message.offset >= ended
         end
       end
     end

@@ -1,0 +1,138 @@
+# frozen_string_literal: true
+
+module Sluice
+  module CLI
+    # The command lines kcat users already type, rewritten into sluice's:
+    #
+    # - kcat's modes: `-P` is produce, `-C` tail, `-L` topics (describe with
+    #   -t), `-Q` offsets, `-G GROUP TOPIC` tail as a group member; `-t` names
+    #   the topic and every other flag goes to that command (kcat's -z, -m, -d
+    #   and -E become their sluice equivalents);
+    # - sluice's own commands with the common flags in front
+    #   (`sluice -b B topics`), as git and kubectl take them.
+    #
+    # Anything else is left alone, so the command's parser names what it
+    # does not take.
+    module KcatArguments
+      # kcat's mode flags and the command each becomes.
+      MODES = { "-P" => "produce", "-C" => "tail", "-L" => "topics", "-Q" => "offsets" }.freeze
+      # kcat's flags that take a value (the next argument, or the rest of the same one: -tname).
+      VALUED = %w[-b -t -p -D -K -k -c -o -f -H -X -F -G -z -m -d -s -r -M].freeze
+      # sluice's common flags that take a value, as they may come before the command.
+      COMMON_VALUED = %w[-b --brokers -X --property -F --properties-file --timeout].freeze
+      # kcat flags sluice has no counterpart for, and why.
+      UNSUPPORTED = {
+        "-s" => "deserializers (-s) are not supported: values are printed as bytes",
+        "-r" => "the schema registry (-r) is not supported",
+        "-M" => "librdkafka's mock cluster (-M) is not supported: start a broker (bin/kafka start in sluice's repository)",
+        "-O" => "-O is not supported: use -f '%o%k%s\\n' or -J for offsets"
+      }.freeze
+
+      module_function
+
+      # @param argv [Array<String>]
+      # @return [Array<String>] argv as sluice's parser takes it: the command first
+      # @raise [UsageError] a kcat line that cannot be rewritten (no topic, a mode sluice lacks)
+      def translate(argv)
+        return argv if argv.empty? || COMMANDS.key?(argv.first) || %w[help -h --help -V --version].include?(argv.first)
+
+        flags = split(argv)
+        return kcat(flags) if flags.modes.any? || flags.group || flags.pairs.any? { |flag, _| UNSUPPORTED.key?(flag) }
+
+        common_first(argv)
+      end
+
+      # kcat's argv as its mode, its flags ([flag, value] pairs, in order) and its other arguments.
+      Flags = Struct.new(:modes, :pairs, :positional, :group)
+
+      def split(argv)
+        flags = Flags.new([], [], [], nil)
+        args = argv.dup
+        while (arg = args.shift)
+          next flags.positional.concat(args.shift(args.size)) if arg == "--"
+          next flags.positional << arg unless arg.b.match?(/\A-[A-Za-z]/)
+
+          short(arg, args, flags)
+        end
+        flags
+      end
+
+      # One kcat flag (a long one is passed through as it is): a mode, or a flag
+      # with its value (-tname and -t name alike).
+      def short(arg, args, flags)
+        flag = arg[0, 2]
+        return flags.modes << flag if MODES.key?(arg)
+        return flags.pairs << [arg, nil] if arg.start_with?("--") || !VALUED.include?(flag)
+
+        value = arg.size > 2 ? arg[2..] : args.shift
+        raise UsageError, "#{flag} takes a value" if value.nil?
+        return flags.group = value if flag == "-G"
+
+        flags.pairs << [flag, value]
+      end
+
+      def kcat(flags)
+        raise UsageError, "one of -P, -C, -L, -Q at a time, got #{flags.modes.join(" ")}" if flags.modes.size > 1
+
+        mode = flags.modes.first || "-C"
+        flags.pairs.each { |flag, _| raise UsageError, UNSUPPORTED.fetch(flag) if UNSUPPORTED.key?(flag) }
+        topics = flags.pairs.filter_map { |flag, value| value if flag == "-t" }
+        pairs = flags.pairs.reject { |flag, _| flag == "-t" }.flat_map { |flag, value| renamed(mode, flag, value) }
+        command(mode, topics, flags) + pairs
+      end
+
+      def command(mode, topics, flags)
+        case mode
+        when "-P" then ["produce", one_topic(topics, "-P")] + files(flags.positional, flags.pairs.assoc("-l"))
+        when "-C" then tail(topics + flags.positional, flags.group)
+        when "-L" then topics.empty? ? ["topics"] : ["describe", one_topic(topics, "-L")]
+        else ["offsets", *topics]
+        end
+      end
+
+      def tail(topics, group)
+        command = ["tail", one_topic(topics, group ? "-G" : "-C")]
+        group ? command + ["-G", group] : command
+      end
+
+      def one_topic(topics, mode)
+        raise UsageError, "#{mode} needs a topic: -t TOPIC" if topics.empty?
+        raise UsageError, "#{mode}: sluice reads or writes one topic at a time, got #{topics.join(", ")}" if topics.size > 1
+
+        topics.first
+      end
+
+      # kcat -P -l FILE reads FILE's lines as it reads stdin's: sluice's --file.
+      # (Without -l kcat sends each file whole as one message, which sluice does not.)
+      def files(paths, lines)
+        return [] if paths.empty?
+        raise UsageError, "-P FILE: sluice reads a file's lines (kcat's -l FILE), not a file as one message: add -l" unless lines
+        raise UsageError, "-P -l: one input file, got #{paths.join(", ")}" if paths.size > 1
+
+        ["--file", paths.first]
+      end
+
+      # kcat's flags sluice spells otherwise; the rest go as they are.
+      def renamed(mode, flag, value)
+        case flag
+        when "-z" then ["-X", "compression.codec=#{value}"]
+        when "-m" then ["--timeout", value]
+        when "-d" then ["-X", "debug=#{value}"]
+        when "-E", "-l" then [] # -E: sluice does not exit on non-fatal errors anyway; -l: the file argument says it
+        when "-p" then mode == "-P" && value == "-1" ? [] : [flag, value] # -p -1: librdkafka's partitioner, sluice's default
+        else value.nil? ? [flag] : [flag, value]
+        end
+      end
+
+      # sluice's shape with the common flags first: the first argument that is
+      # not a flag or a flag's value is the command, moved to the front.
+      def common_first(argv)
+        index = 0
+        index += COMMON_VALUED.include?(argv[index]) ? 2 : 1 while index < argv.size && argv[index].start_with?("-")
+        return argv unless index < argv.size && COMMANDS.key?(argv[index])
+
+        [argv[index], *argv[0...index], *argv[(index + 1)..]]
+      end
+    end
+  end
+end
