@@ -8,15 +8,16 @@ module Sluice
     # first few failures, and a summary. When the run is interrupted, the
     # summary says which input line a rerun resumes from.
     #
-    # Entries are settled in input order, and an entry is counted and
-    # removed as one step that no signal splits (Thread.handle_interrupt):
-    # wherever Ctrl-C lands, every message sent is counted exactly once.
+    # Entries are settled in input order, and counted and removed in steps
+    # that no signal splits (Thread.handle_interrupt): wherever Ctrl-C lands,
+    # every message sent is counted exactly once.
     class Deliveries
       WINDOW = 10_000 # handles waited for at a time, once twice as many are pending
       SHOWN_FAILURES = 5 # failures told one by one; the summary counts the rest
       # A purge at close: the message may have been written (a purged
       # message can be one sent with no answer yet), so it is not known.
       PURGED = %i[purge_queue purge_inflight].freeze
+      DEFERRED = { Object => :never }.freeze # Thread.handle_interrupt: no signal inside
 
       # Messages counted so far: sent, delivered, failed.
       attr_reader :sent, :delivered, :failed
@@ -26,8 +27,10 @@ module Sluice
       def initialize(stderr, progress:, wait_ms:)
         @stderr = stderr
         @progress = progress
+        @next_progress = progress.positive? ? progress : nil
         @wait_ms = wait_ms
-        @pending = [] # [line number, DeliveryHandle or the error that refused it]
+        @lines = [] # the input line of each pending entry
+        @pending = [] # DeliveryHandle, or the error that refused the message
         @sent = @delivered = @failed = @unknown = 0
         @first_missing = nil # the first input line whose message was not delivered
         @delivered_after = 0 # messages delivered from lines after it
@@ -43,10 +46,9 @@ module Sluice
       def refused(line, error) = enqueue(line, error)
 
       # Waits for the oldest handles once twice WINDOW are pending (memory
-      # stays bounded), and prints progress. A signal may end the wait.
+      # stays bounded). A signal may end the wait.
       def settle_window
         settle(@wait_ms) { @pending.size > WINDOW } if @pending.size >= 2 * WINDOW
-        progress_line if @progress.positive? && (@sent % @progress).zero?
       end
 
       # Waits for every handle still pending.
@@ -76,29 +78,40 @@ module Sluice
       private
 
       def enqueue(line, entry)
-        @pending << [line, entry]
+        @lines << line
+        @pending << entry
         @sent += 1
+        progress_line if @sent == @next_progress
       end
 
+      # Waits for the oldest entry (a signal may end the wait), then counts
+      # it and every settled entry after it in one deferred step.
       def settle(wait_ms)
         while yield
-          line, entry = @pending.first
-          outcome = outcome(line, entry, wait_ms)
-          Thread.handle_interrupt(Object => :never) do
-            record(line, outcome)
-            @pending.shift
+          outcome = outcome(@lines.first, @pending.first, wait_ms)
+          Thread.handle_interrupt(DEFERRED) do
+            take(outcome)
+            take(outcome(@lines.first, @pending.first, nil)) while settled?(@pending.first)
           end
         end
       end
 
+      def settled?(entry) = entry.is_a?(Exception) || (entry && !entry.pending?)
+
+      def take(outcome)
+        record(@lines.shift, outcome)
+        @pending.shift
+      end
+
+      # @param wait_ms [Integer, nil] nil: the entry is settled already
       # @return [Symbol, String] :delivered, :unknown, or a failure's text
       def outcome(line, entry, wait_ms)
         return "line #{line}: #{entry.message}" if entry.is_a?(Exception)
 
-        report = entry.wait(max_wait_timeout: wait_ms, raise_response_error: false)
-        return :delivered unless report.error
+        error = (wait_ms ? entry.wait(max_wait_timeout: wait_ms, raise_response_error: false) : entry).error
+        return :delivered unless error
 
-        PURGED.include?(report.error.code) ? :unknown : "delivery failed: #{report.error.message}"
+        PURGED.include?(error.code) ? :unknown : "delivery failed: #{error.message}"
       rescue Errors::WaitTimeoutError
         wait_ms.zero? ? :unknown : "no delivery report within #{wait_ms} ms"
       end
@@ -120,7 +133,10 @@ module Sluice
         @stderr.puts("sluice produce: (further failures are only counted)") if @failed == SHOWN_FAILURES + 1
       end
 
-      def progress_line = @stderr.puts("sluice produce: #{@sent} sent, #{@delivered} delivered, #{@failed} failed (#{rate} msg/s)")
+      def progress_line
+        @stderr.puts("sluice produce: #{@sent} sent, #{@delivered} delivered, #{@failed} failed (#{rate} msg/s)")
+        @next_progress += @progress
+      end
 
       def rate
         elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - @started

@@ -2,13 +2,10 @@
 
 module Sluice
   module CLI
-    # produce's input, one delimited record at a time, such that a signal
-    # never loses input. IO#gets, interrupted while it waits for the rest of
-    # a line, drops the part it already took from its buffer; here input is
-    # read without blocking and split into records with signals deferred,
-    # and a signal lands only while waiting for input to be readable, or
-    # between records (a record taken but not yet counted by the caller is
-    # where a rerun resumes).
+    # produce's input as delimited records, handed out as they become
+    # readable: every complete record read so far at once (so that producing
+    # them costs one deferred step, not one a line), without waiting for more
+    # when some are there (a person typing lines sees each sent).
     class InputReader
       CHUNK = 64 * 1024
 
@@ -17,38 +14,29 @@ module Sluice
       def initialize(input, delimiter)
         @io = input
         @delimiter = delimiter
-        @records = [] # complete records read, oldest first
-        @rest = "".b # the unfinished record after them
+        @rest = "".b # an unfinished record
         @eof = false
       end
 
-      # @return [String, nil] the next record with its delimiter (the last may
-      #   lack it), nil at the end of the input
-      def next_record
-        while @records.empty?
-          return nil if @eof
+      # @return [Array<String>, nil] the next records, each with its delimiter
+      #   (the input's last may lack it); nil at the end of the input
+      def next_records
+        until @eof
+          chunk = @io.read_nonblock(CHUNK, exception: false)
+          next @io.wait_readable if chunk == :wait_readable
+          return finish if chunk.nil?
 
-          @io.wait_readable unless Thread.handle_interrupt(Object => :never) { fill } # a signal may land in the wait
+          records = (@rest << chunk).each_line(@delimiter).to_a
+          @rest = records.last.end_with?(@delimiter) ? "".b : records.pop
+          return records unless records.empty?
         end
-        @records.shift
       end
 
       private
 
-      # Reads what is there without blocking and splits it into records.
-      # @return [Boolean] false when nothing was there
-      def fill
-        chunk = @io.read_nonblock(CHUNK, exception: false)
-        return false if chunk == :wait_readable
-
-        if chunk.nil?
-          @eof = true
-          @records << @rest unless @rest.empty?
-        else
-          (@rest << chunk).each_line(@delimiter) { |record| @records << record }
-          @rest = @records.last.end_with?(@delimiter) ? "".b : @records.pop
-        end
-        true
+      def finish
+        @eof = true
+        @rest.empty? ? nil : [@rest]
       end
     end
   end

@@ -107,7 +107,8 @@ RSpec.describe "sluice", :kafka, timeout: 120 do
       it "exits 1 at once naming each address and its transport error when no broker answers (#{command})" do
         result = sluice(command, *args, "-b", "#{SpecHelpers::UNREACHABLE},nonexistent.invalid:9092", "-q", stdin: "x\n", timeout: 30)
         expect(result.code).to eq(1)
-        expect(result.stderr).to match(/\Asluice #{command}: no broker answered: 127\.0\.0\.1:1 \(Connection refused\), nonexistent\.invalid:9092 \(.+\)\n\z/)
+        expect(result.stderr)
+          .to match(/\Asluice #{command}: no broker answered: 127\.0\.0\.1:1 \(Connection refused\), nonexistent\.invalid:9092 \(.+\)\n\z/)
         expect(result.seconds).to be < 10 # the default --timeout: it did not wait for it
       end
     end

@@ -274,21 +274,21 @@ RSpec.describe Sluice::CLI do
 
   describe Sluice::CLI::InputReader do
     it "splits on the delimiter, keeps it, and gives the last record without one" do
-      reader = described_class.new(StringIO.new("a\x1eb\x1e\x1ec".b), "\x1e".b)
-      expect(Array.new(5) { reader.next_record }).to eq(["a\x1e", "b\x1e", "\x1e", "c", nil])
+      read, write = IO.pipe
+      write.write("a\x1eb\x1e\x1ec".b)
+      write.close
+      reader = described_class.new(read, "\x1e".b)
+      expect([reader.next_records, reader.next_records, reader.next_records]).to eq([["a\x1e", "b\x1e", "\x1e"], ["c"], nil])
     end
 
-    it "joins a record split across reads" do
+    it "hands out what is there without waiting for more, and joins a record split across reads" do
       read, write = IO.pipe
       reader = described_class.new(read, "\n")
-      write.write("par")
-      writer = Thread.new do
-        Thread.pass until read.wait_readable(0).nil?
-        write.write("tial\nnext\n")
-        write.close
-      end
-      expect([reader.next_record, reader.next_record, reader.next_record]).to eq(["partial\n", "next\n", nil])
-      writer.join
+      write.write("one\npar")
+      expect(reader.next_records).to eq(["one\n"])
+      write.write("tial\n")
+      write.close
+      expect([reader.next_records, reader.next_records]).to eq([["partial\n"], nil])
     end
   end
 

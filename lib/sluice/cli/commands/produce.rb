@@ -84,28 +84,43 @@ module Sluice
                         partition: @partition, null: @null, key: @key, delimiter: @delimiter)
         end
 
-        # A line is counted, made a message, produced and recorded with
-        # signals deferred: a signal lands while waiting for input or for
-        # deliveries, and the lines counted are exactly those whose message
-        # is accounted for.
+        # The lines read are counted, made messages, produced and recorded
+        # in one step with signals deferred: a signal lands while waiting for
+        # input or for deliveries, and the lines counted are exactly those
+        # whose message is accounted for (lines read but not counted yet are
+        # where a rerun resumes).
         def send_all(producer, input_io, input, deliveries)
-          lines = 0
+          @lines = 0
           reader = InputReader.new(input_io, @delimiter)
-          while (!@count || deliveries.sent < @count) && (line = reader.next_record)
-            Thread.handle_interrupt(Object => :never) { produce(producer, input, line, lines += 1, deliveries) }
+          while !done?(deliveries) && (records = reader.next_records)
+            Thread.handle_interrupt(Deliveries::DEFERRED) { produce_all(producer, input, records, deliveries) }
             deliveries.settle_window
           end
           deliveries.finish
         rescue SignalException => e
-          interrupted(producer, deliveries, e, lines)
+          interrupted(producer, deliveries, e, @lines)
         end
 
+        def done?(deliveries) = @count && deliveries.sent >= @count
+
+        def produce_all(producer, input, records, deliveries)
+          records.each do |line|
+            break if done?(deliveries)
+
+            sent = produce(producer, input, line, @lines += 1, deliveries)
+            @io.stdout.write(line) if sent && @tee
+          end
+          @io.stdout.flush if @tee
+        end
+
+        # @return [Boolean] whether the line was sent (not empty, not refused)
         def produce(producer, input, line, number, deliveries)
-          message = input.message(line) or return # an empty line
+          message = input.message(line) or return false # an empty line
           deliveries.add(producer.produce_async(message), number)
-          @io.stdout.write(line) if @tee
+          true
         rescue ArgumentError, Errors::MessageInvalidError, Errors::ProduceError => e
           deliveries.refused(number, e)
+          false
         end
 
         # Closes the producer within --timeout (what is still queued then is
