@@ -7,7 +7,9 @@ module Sluice
     # before any other character stands for that character (\\ is one
     # backslash).
     module Escapes
+      # The escapes that stand for a control character.
       SIMPLE = { "n" => "\n", "r" => "\r", "t" => "\t" }.freeze
+      # An escape: \xHH, \NNN, or a backslash and any character.
       PATTERN = /\\(?:x(\h{1,2})|(\d{1,3})|(.))/m
 
       module_function

@@ -37,7 +37,7 @@ module Sluice
 
         fields = @json ? parsed(line) : split(line)
         message = { topic: @topic, payload: fields[:value] }
-        key = fields.key?(:key) ? fields[:key] : @key
+        key = fields[:key] || @key # as kcat: -k is the key of a message that has none (-Z's NULL key too)
         message[:key] = key if key
         headers = @headers.merge(fields[:headers] || {})
         message[:headers] = headers unless headers.empty?

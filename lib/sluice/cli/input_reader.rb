@@ -7,7 +7,7 @@ module Sluice
     # them costs one deferred step, not one a line), without waiting for more
     # when some are there (a person typing lines sees each sent).
     class InputReader
-      CHUNK = 64 * 1024
+      CHUNK = 64 * 1024 # bytes read at a time
 
       # @param input [IO] binary
       # @param delimiter [String] what ends a record (binary, not empty)

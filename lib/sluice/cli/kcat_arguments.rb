@@ -45,6 +45,7 @@ module Sluice
       # kcat's argv as its mode, its flags ([flag, value] pairs, in order) and its other arguments.
       Flags = Struct.new(:modes, :pairs, :positional, :group)
 
+      # @return [Flags] argv taken apart as kcat's getopt would
       def split(argv)
         flags = Flags.new([], [], [], nil)
         args = argv.dup
@@ -71,6 +72,7 @@ module Sluice
         flags.pairs << [flag, value]
       end
 
+      # @return [Array<String>] a kcat command line in sluice's shape
       def kcat(flags)
         raise UsageError, "one of -P, -C, -L, -Q at a time, got #{flags.modes.join(" ")}" if flags.modes.size > 1
 
@@ -81,6 +83,7 @@ module Sluice
         command(mode, topics, flags) + pairs
       end
 
+      # @return [Array<String>] the sluice command and its positional arguments for a kcat mode
       def command(mode, topics, flags)
         case mode
         when "-P" then ["produce", one_topic(topics, "-P")] + files(flags.positional, flags.pairs.assoc("-l"))
@@ -90,6 +93,7 @@ module Sluice
         end
       end
 
+      # @return [Array<String>] tail of the one topic, as a member of group when given (kcat -G)
       def tail(topics, group)
         command = ["tail", one_topic(topics, group ? "-G" : "-C")]
         group ? command + ["-G", group] : command
