@@ -14,7 +14,9 @@
 # (its high watermark), and each tail must print exactly the input, byte
 # for byte (a SHA-256 of both), or the run fails.
 #
-#   ruby bench/cli.rb [--lines 1000000] [--reps 3] [--brokers 127.0.0.1:9092] [--no-write]
+#   ruby bench/cli.rb [--lines 1000000] [--reps 3] [--brokers 127.0.0.1:9092] [--no-write] [--sluice EXE]
+#
+# --sluice runs another checkout's exe/sluice (its lib/ beside it, built), e.g. a branch under test.
 #
 # Writes the "cli" block of bench/RESULTS.md. bin/bench cli runs it (and
 # installs Debian's kcat when it is missing).
@@ -33,7 +35,6 @@ module Bench
     include Environment
 
     LINE_BYTES = 100
-    SLUICE = File.join(ROOT, "exe", "sluice")
     STEPS = %i[produce tail].freeze
     TOOLS = %i[sluice kcat].freeze
 
@@ -41,6 +42,7 @@ module Bench
       @opts = opts
       @dir = File.join(ROOT, "tmp", "bench-cli")
       @input = File.join(@dir, "lines-#{opts[:lines]}.txt")
+      @sluice = opts[:sluice]
       @times = Hash.new { |hash, key| hash[key] = [] } # [step, tool] => [[wall s, cpu s], ...]
     end
 
@@ -105,9 +107,9 @@ module Bench
     # The commands compared, as a user types them (-q: no log lines; --progress 0: no progress lines).
     def command(step, tool, topic)
       case [step, tool]
-      in [:produce, :sluice] then [RbConfig.ruby, SLUICE, "produce", topic, "-b", brokers, "--progress", "0", "-q"]
+      in [:produce, :sluice] then [RbConfig.ruby, @sluice, "produce", topic, "-b", brokers, "--progress", "0", "-q"]
       in [:produce, :kcat] then ["kcat", "-P", "-b", brokers, "-t", topic]
-      in [:tail, :sluice] then [RbConfig.ruby, SLUICE, "tail", topic, "-o", "beginning", "-e", "-b", brokers, "-q"]
+      in [:tail, :sluice] then [RbConfig.ruby, @sluice, "tail", topic, "-o", "beginning", "-e", "-b", brokers, "-q"]
       in [:tail, :kcat] then ["kcat", "-C", "-b", brokers, "-t", topic, "-o", "beginning", "-e", "-q"]
       end
     end
@@ -192,12 +194,14 @@ module Bench
 end
 
 if $PROGRAM_NAME == __FILE__
-  opts = { lines: 1_000_000, reps: 3, brokers: ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092"), write: true }
+  opts = { lines: 1_000_000, reps: 3, brokers: ENV.fetch("KAFKA_BROKERS", "127.0.0.1:9092"), write: true,
+           sluice: File.join(Bench::Environment::ROOT, "exe", "sluice") }
   OptionParser.new do |parser|
     parser.on("--lines N", Integer) { |n| opts[:lines] = n }
     parser.on("--reps N", Integer) { |n| opts[:reps] = n }
     parser.on("--brokers LIST") { |list| opts[:brokers] = list }
     parser.on("--no-write", "print only: leave bench/RESULTS.md alone") { opts[:write] = false }
+    parser.on("--sluice EXE", "another checkout's exe/sluice") { |path| opts[:sluice] = File.expand_path(path) }
   end.parse!
   abort "bench/cli.rb needs kcat: apt-get install -y kcat (bin/bench cli installs it)" unless system("command -v kcat >/dev/null")
   Bench::CliAgainstKcat.new(opts).run
