@@ -1,34 +1,63 @@
 # frozen_string_literal: true
 
+require "etc"
+require "fileutils"
 require "open3"
+require "tmpdir"
 
-# Every ```ruby block of README.md and docs/*.md runs as written (issue 29),
-# each in a process of its own, in the order of its document, against the
-# project's broker: a user copies them first. What a block may take as given
-# is what the docs say: a `producer` (or `consumer`) started earlier, when the
-# block uses one it does not build, and the topics it names. The broker's
-# address is the only text changed (KAFKA_BROKERS may point elsewhere). A
-# block that cannot run (another library's code, for comparison) says so on
-# the line before its fence: <!-- not run: why -->.
-RSpec.describe "The docs' code blocks", :kafka, order: :defined, timeout: 120 do
+# Every ```ruby block of README.md and docs/*.md runs alone, as a reader who
+# copies it into a file runs it (issues 29 and 42): `ruby -Ilib block.rb`, in a
+# process of its own, with nothing but the block's text. So each block has its
+# own `require "sluice"`, builds its own clients and closes them. The only text
+# changed is the broker's address (KAFKA_BROKERS may point elsewhere); what the
+# spec prepares is on the broker, not in Ruby: the topics the blocks name, with
+# messages in `orders` for the consumer examples, and no group left from an
+# earlier run.
+#
+# A document's blocks run in its order, one after another: a later block may
+# use what an earlier one left on the broker (the admin example describes the
+# group the consumer example joined). The documents run side by side, as many
+# at once as there are cores. A block that cannot run (another library's
+# code, for comparison) says so on the line before its fence:
+# <!-- not run: why -->.
+RSpec.describe "The docs' code blocks", :kafka, order: :defined, timeout: 180 do
   root = File.expand_path("../../..", __dir__)
-  given = {
-    "producer" => 'producer = Sluice::Producer.new { |config| config.kafka = { "bootstrap.servers": BROKERS } }',
-    "consumer" => 'consumer = Sluice::Consumer.new { |config| config.kafka = { "bootstrap.servers": BROKERS, "group.id": "docs" } }'
-  }
   # The topics the blocks name (orders: the consumer examples read it from the start).
   topics = { "events" => 3, "orders" => 3, "payments" => 1, "users" => 1, "out" => 1 }
-  groups = %w[billing uppercase audit docs]
+  groups = %w[billing uppercase audit]
   created = %w[clicks] # by the admin block, which deletes it again (unless an earlier run failed halfway)
   block_bound = 60 # s, for one block's process
 
-  # [[file, line, code, reason not run or nil], ...] in document order.
+  block = Struct.new(:file, :line, :code, :reason) do
+    def name = "#{file}:#{line}"
+  end
+  # In document order, README.md first.
   blocks = ["README.md", *Dir[File.join(root, "docs", "*.md")].sort.map { |path| path.delete_prefix("#{root}/") }].flat_map do |file|
     lines = File.readlines(File.join(root, file))
     lines.each_index.select { |i| lines[i].start_with?("```ruby") }.map do |start|
       finish = (start + 1...lines.size).find { |i| lines[i].start_with?("```") }
-      reason = lines[0...start].reverse.find { |line| !line.strip.empty? }.to_s[/<!-- not run: (.+) -->/, 1]
-      [file, start + 1, lines[start + 1...finish].join, reason]
+      code = lines[start + 1...finish].join
+      reason = lines[0...start].reverse.find { |line| !line.strip.empty? }.to_s[/<!-- (not run: .+) -->/, 1]
+      # A library the block shows but this system lacks (Debian 13 has no prometheus-client-mmap).
+      missing = code.scan(/^\s*require "([^"]+)"/).flatten.reject { |library| library.start_with?("sluice") || Gem.find_files(library).any? }
+      reason ||= "needs #{missing.join(", ")}, not installed here" if missing.any?
+      block.new(file, start + 1, code, reason)
+    end
+  end
+  runnable = blocks.reject(&:reason)
+
+  # @return [Array(Process::Status, String)] how the block's process ended, and what it printed
+  run_alone = lambda do |dir, code_block|
+    path = File.join(dir, "#{code_block.name.tr("/:.", "_")}.rb")
+    File.write(path, code_block.code.gsub(/"(?:127\.0\.0\.1|localhost):9092"/, TestKafka::BROKERS.inspect))
+    Open3.popen2e(RbConfig.ruby, "-I", File.join(root, "lib"), path, chdir: dir) do |stdin, out, wait|
+      stdin.close
+      output = Thread.new { out.read }
+      unless wait.join(block_bound)
+        Process.kill("KILL", wait.pid)
+        next [wait.value, "still ran after #{block_bound} s (a loop the docs never end?):\n#{output.value}"]
+      end
+      [wait.value, output.value]
     end
   end
 
@@ -44,32 +73,45 @@ RSpec.describe "The docs' code blocks", :kafka, order: :defined, timeout: 120 do
     producer = Sluice::Producer.new { |config| config.kafka = { "bootstrap.servers": TestKafka::BROKERS } }
     producer.produce_many_sync(Array.new(10) { |i| { topic: "orders", partition: 0, key: "order-#{i}", payload: "order #{i}" } })
     producer.close
+
+    # Each block's outcome arrives on its own Queue; the examples wait on them.
+    @dir = Dir.mktmpdir("sluice-docs")
+    @outcomes = runnable.to_h { |code_block| [code_block.name, Queue.new] }
+    documents = Queue.new
+    runnable.group_by(&:file).each_value { |document| documents << document }
+    documents.close
+    @lanes = Array.new([Etc.nprocessors, 2].max) do
+      Thread.new do
+        while (document = documents.pop)
+          document.each do |code_block|
+            @outcomes[code_block.name] << begin
+              run_alone.call(@dir, code_block)
+            rescue StandardError => e
+              [nil, "could not run: #{e.class}: #{e.message}"]
+            end
+          end
+        end
+      end
+    end
+  end
+
+  after(:all) do
+    @lanes&.each(&:join)
+    FileUtils.rm_rf(@dir) if @dir
   end
 
   it "finds the blocks (a parser that found none would pass everything)" do
-    expect(blocks.count { |file, *| file == "README.md" }).to be >= 5
-    expect(blocks.map(&:first).uniq).to include("docs/MIGRATING_FROM_WATERDROP.md")
+    expect(blocks.count { |code_block| code_block.file == "README.md" }).to be >= 5
+    expect(blocks.map(&:file).uniq).to include("docs/MIGRATING_FROM_WATERDROP.md")
+    expect(runnable.size).to be >= 10
   end
 
-  blocks.each do |file, line, code, reason|
-    it "#{file}:#{line} runs" do
-      skip "not run: #{reason}" if reason
-      # A library the block shows but this system lacks (Debian 13 has no prometheus-client-mmap).
-      missing = code.scan(/^\s*require "([^"]+)"/).flatten.reject { |library| library.start_with?("sluice") || Gem.find_files(library).any? }
-      skip "needs #{missing.join(", ")}, not installed here" if missing.any?
+  blocks.each do |code_block|
+    it "#{code_block.name} runs alone" do
+      skip code_block.reason if code_block.reason
 
-      needs = given.select { |name, _| code.match?(/\b#{name}\./) && !code.match?(/^\s*#{name} = /) }.values
-      script = "require 'sluice'\nBROKERS = #{TestKafka::BROKERS.inspect}\n#{needs.join("\n")}\n" \
-               "#{code.gsub(/"(?:127\.0\.0\.1|localhost):9092"/, "BROKERS")}"
-      Open3.popen2e(RbConfig.ruby, "-I", File.join(root, "lib"), "-e", script) do |stdin, out, wait|
-        stdin.close
-        output = Thread.new { out.read }
-        unless wait.join(block_bound)
-          Process.kill("KILL", wait.pid)
-          raise "#{file}:#{line} still ran after #{block_bound} s (a loop the docs never end?):\n#{output.value}"
-        end
-        expect(wait.value).to be_success, "#{file}:#{line} failed (#{wait.value}):\n#{output.value}"
-      end
+      status, output = @outcomes.fetch(code_block.name).pop
+      expect(status).to be_success, "#{code_block.name} failed alone (#{status.inspect}):\n#{output}"
     end
   end
 end
