@@ -27,6 +27,7 @@ module Sluice
         @key_delimiter = key_delimiter
         @headers = headers
         @partition = partition
+        @plain = !json && !key_delimiter && headers.empty? && !partition && !key # the line is the value, nothing else
       end
 
       # @return [Hash, nil] a message for Producer#produce_async; nil for an empty line (skipped, as kcat does)
@@ -34,6 +35,7 @@ module Sluice
       def message(line)
         line = line.delete_suffix(@delimiter)
         return if line.empty?
+        return { topic: @topic, payload: line } if @plain
 
         fields = @json ? parsed(line) : split(line)
         message = { topic: @topic, payload: fields[:value] }

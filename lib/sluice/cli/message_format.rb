@@ -38,6 +38,19 @@ module Sluice
         @json = format == "json"
       end
 
+      # What is printed for a batch of messages, as one String (one write a
+      # batch: the value format appends each message's bytes, no copy of each).
+      # @param messages [Array<Message>]
+      # @return [String] binary
+      def render_all(messages)
+        return messages.map { |message| render(message) }.join.b if @parts || @json
+
+        messages.each_with_object("".b) do |message, out|
+          out << (message.key || @null) << @key_delimiter if @key_delimiter
+          out << (message.payload || @null) << @delimiter
+        end
+      end
+
       # @param message [Message]
       # @return [String] what is printed for the message (binary), delimiter included
       def render(message)

@@ -103,24 +103,49 @@ module Sluice
 
         def done?(deliveries) = @count && deliveries.sent >= @count
 
+        # A chunk's lines as messages, sent with one produce_many_async (one
+        # native call, not one a line). Deliveries are recorded in line order:
+        # a line that cannot be a message sends the batch before it first.
         def produce_all(producer, input, records, deliveries)
+          batch = [] # [line number, line, message]
           records.each do |line|
-            break if done?(deliveries)
+            break if @count && deliveries.sent + batch.size >= @count
 
-            sent = produce(producer, input, line, @lines += 1, deliveries)
-            @io.stdout.write(line) if sent && @tee
+            number = @lines += 1
+            message = input.message(line) or next # an empty line
+            batch << [number, line, message]
+          rescue ArgumentError => e # a --json line that is not a message
+            send_batch(producer, batch, deliveries)
+            deliveries.refused(number, e)
           end
+          send_batch(producer, batch, deliveries)
           @io.stdout.flush if @tee
         end
 
-        # @return [Boolean] whether the line was sent (not empty, not refused)
-        def produce(producer, input, line, number, deliveries)
-          message = input.message(line) or return false # an empty line
-          deliveries.add(producer.produce_async(message), number)
-          true
-        rescue ArgumentError, Errors::MessageInvalidError, Errors::ProduceError => e
-          deliveries.refused(number, e)
-          false
+        def send_batch(producer, batch, deliveries)
+          return if batch.empty?
+
+          sent(batch, producer.produce_many_async(batch.map(&:last)), deliveries)
+        rescue Errors::MessageInvalidError # nothing was sent: one at a time, so the refusal names its line
+          batch.each { |entry| send_one(producer, entry, deliveries) }
+        rescue Errors::ProduceManyError => e # enqueued part-way: the rest one at a time, each with its own error
+          sent(batch.first(e.dispatched.size), e.dispatched, deliveries)
+          batch.drop(e.dispatched.size).each { |entry| send_one(producer, entry, deliveries) }
+        ensure
+          batch.clear
+        end
+
+        def send_one(producer, entry, deliveries)
+          sent([entry], [producer.produce_async(entry.last)], deliveries)
+        rescue Errors::MessageInvalidError, Errors::ProduceError => e
+          deliveries.refused(entry.first, e)
+        end
+
+        def sent(batch, handles, deliveries)
+          batch.zip(handles) do |(number, line, _), handle|
+            deliveries.add(handle, number)
+            @io.stdout.write(line) if @tee
+          end
         end
 
         # Closes the producer within --timeout (what is still queued then is

@@ -115,11 +115,9 @@ module Sluice
         end
 
         def print_batch(messages, format)
-          messages.each do |message|
-            @io.stdout.write(format.render(message))
-            came_after_end(message) if @reached
-          end
+          @io.stdout.write(format.render_all(messages))
           @io.stdout.flush
+          messages.each { |message| came_after_end(message) } if @reached
         end
 
         # -e: partitions whose end was reached (partition => the end's
