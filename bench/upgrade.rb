@@ -137,6 +137,9 @@ module Upgrade
     end
 
     def finalize
+      versions = kafka("cluster", "status").scan(/node \d: running .*\(Kafka (\S+)\)/).flatten
+      raise "the nodes run Kafka #{versions.inspect}, not all #{@options[:to]}" unless versions == [@options[:to]] * 3
+
       started = now
       kafka("cluster", "features", "upgrade", "--release-version", release, version: @options[:to])
       @report.features = kafka("cluster", "features", "describe", version: @options[:to]).scan(/Feature: (\S+).*?FinalizedVersionLevel: (\S+)/).to_h
