@@ -14,6 +14,9 @@
 #   - a classic consumer group reading the input (crash_consumer.rb);
 #   - an admin client asking the group's lag.
 #
+# Each client's stderr (the producers' with librdkafka's "eos" debug context:
+# epoch bumps, drains) is kept in tmp/upgrade/NAME.err.
+#
 # Then it stops the producers, waits until both groups have read the input's
 # end, and counts: in the input, each producer's numbers exactly once; in the
 # output (read_committed), each input once; what the group handed out; the
@@ -41,7 +44,7 @@ require_relative "upgrade/report"
 module Upgrade
   ROOT = File.expand_path("..", __dir__)
   OPTIONS = { from: "3.9.1", to: "4.4.0", rate: 40, producers: 2, members: 2, workers: 2, partitions: 6,
-              json: File.join(ROOT, "tmp/upgrade.json") }.freeze
+              json: File.join(ROOT, "tmp/upgrade.json"), logs: File.join(ROOT, "tmp/upgrade") }.freeze
 
   def self.options(argv)
     options = OPTIONS.dup
@@ -113,7 +116,10 @@ module Upgrade
 
     def start_load
       @clients = Clients.new(@env)
-      @options[:producers].times { |i| @clients.start(:producer, "p#{i}", "TOPIC" => @input, "RATE" => @options[:rate].to_s) }
+      # eos: the idempotent producer's state changes (epoch bumps, drains) in its stderr log, for a duplicate's diagnosis.
+      @options[:producers].times do |i|
+        @clients.start(:producer, "p#{i}", "TOPIC" => @input, "RATE" => @options[:rate].to_s, "KAFKA_DEBUG" => "eos")
+      end
       @options[:members].times { |i| @clients.start(:consumer, "classic-#{i}", "GROUP" => @group, "INPUT" => @input) }
       @clients.start(:lag, "lag", "GROUP" => @group)
       @eos = ExactlyOnceWorkers::Run.new(@env.merge("GROUP" => "#{@group}-eos", "INPUT" => @input, "OUTPUT" => @output,
@@ -195,14 +201,17 @@ module Upgrade
       statuses = @clients.finish_all + @eos.finish.each_with_index.map { |status, i| ["eos-#{i}", status] }
       @report.unclean_exits = statuses.reject { |_, status| status.success? }.map(&:first)
       @clients.stop_reading
+      @clients.write_stderr(@options[:logs])
       @report.count(input: read_back(@input, "read_uncommitted"), output: read_back(@output, "read_committed"),
                     expected: @expected, seen: @clients.seen, errors: @clients.errors, eos_failed: @eos.failed)
       nil
     end
 
+    # @return [Array<Array(String, Integer, Integer)>] [payload, partition, offset] of every message
     def read_back(topic, isolation)
-      Array.new(@options[:partitions]) { |partition| TestCluster.read_partition(topic, partition, isolation: isolation) }
-           .flatten(1).map(&:last)
+      Array.new(@options[:partitions]) do |partition|
+        TestCluster.read_partition(topic, partition, isolation: isolation).map { |offset, payload| [payload, partition, offset] }
+      end.flatten(1)
     end
   end
 end

@@ -12,7 +12,8 @@
 #     or "error <error>".
 #
 # Run as `ruby -I lib client.rb` with KAFKA_BROKERS, SLUICE_POLLING_MODE, KIND,
-# and NAME, TOPIC, RATE (producer) or GROUP (lag).
+# and NAME, TOPIC, RATE (producer) or GROUP (lag). KAFKA_DEBUG: librdkafka's
+# debug contexts, logged on stderr.
 require "logger"
 require "sluice"
 
@@ -24,7 +25,9 @@ def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
 def configure(config, kafka)
   config.kafka = { "bootstrap.servers": ENV.fetch("KAFKA_BROKERS") }.merge(kafka)
-  config.logger = Logger.new($stderr, level: Logger::WARN)
+  config.kafka[:debug] = ENV.fetch("KAFKA_DEBUG") if ENV.key?("KAFKA_DEBUG")
+  config.logger = Logger.new($stderr, level: ENV.key?("KAFKA_DEBUG") ? Logger::DEBUG : Logger::WARN)
+  config.logger.formatter = proc { |severity, time, _, message| "#{time.strftime("%H:%M:%S.%L")} #{severity} #{message}\n" }
 end
 
 # Set once stdin is closed: the run is over.

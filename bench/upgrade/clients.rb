@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "fileutils"
 require "set"
 
 module Upgrade
@@ -116,6 +117,13 @@ module Upgrade
     def live = @clients.reject(&:finished)
 
     def read(&) = @lock.synchronize(&)
+
+    # Each client's stderr into dir/NAME.err (every client has exited).
+    def write_stderr(dir)
+      FileUtils.rm_rf(dir)
+      FileUtils.mkdir_p(dir)
+      @lock.synchronize { @clients.dup }.each { |client| File.write(File.join(dir, "#{client.name}.err"), client.worker.stderr_output) }
+    end
 
     def stop_reading
       @lines << :stop

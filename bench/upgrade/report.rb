@@ -28,8 +28,12 @@ module Upgrade
       puts format("== %<name>s: %<seconds>.1fs%<stalls>s%<group>s", name: name, seconds: seconds, stalls: stalls, group: group)
     end
 
+    # input, output: [payload, partition, offset] of each message read back.
+    # The input is held to what the producers produced (each number once),
+    # the output to the input (each message copied once: a duplicate in the
+    # input is a producer's, not the transactions').
     def count(input:, output:, expected:, seen:, errors:, eos_failed:)
-      @counts = { messages: expected.size, input: tally(input, expected), output: tally(output, expected),
+      @counts = { messages: expected.size, input: tally(input, expected.tally), output: tally(output, input.map(&:first).tally),
                   group_missed: expected.count { |payload| !seen.key?(payload) },
                   group_redelivered: seen.values.sum - seen.size, client_errors: errors,
                   failed_transactions: eos_failed.values.sum }
@@ -49,11 +53,15 @@ module Upgrade
 
     def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-    # lost: expected but absent; duplicated: read more than once; unexpected: not expected.
-    def tally(payloads, expected)
-      counts = payloads.tally
-      { read: payloads.size, lost: expected.count { |payload| !counts.key?(payload) },
-        duplicated: counts.values.sum - counts.size, unexpected: (counts.keys - expected).size }
+    # lost: fewer copies than expected; duplicated: more; unexpected: none expected.
+    # duplicates: where the extra copies are ([payload, [[partition, offset], ...]], the first 10).
+    def tally(messages, expected)
+      at = messages.group_by(&:first)
+      counts = at.transform_values(&:size)
+      extra = counts.select { |payload, n| expected.key?(payload) && n > expected[payload] }
+      { read: messages.size, lost: expected.sum { |payload, n| [n - counts.fetch(payload, 0), 0].max },
+        duplicated: extra.sum { |payload, n| n - expected[payload] }, unexpected: counts.count { |payload, _| !expected.key?(payload) },
+        duplicates: extra.keys.first(10).map { |payload| [payload, at[payload].map { |_, partition, offset| [partition, offset] }] } }
     end
 
     def problems
@@ -83,6 +91,9 @@ module Upgrade
                       "output (read_committed): read %<or>d, lost %<ol>d, duplicated %<od>d, unexpected %<ou>d",
                       n: @counts[:messages], ir: input[:read], il: input[:lost], id: input[:duplicated],
                       or: output[:read], ol: output[:lost], od: output[:duplicated], ou: output[:unexpected])
+      [[:input, input], [:output, output]].each do |topic, counts|
+        counts[:duplicates].each { |payload, places| puts "  #{topic}: #{payload} at #{places.map { |p, o| "#{p}/#{o}" }.join(", ")}" }
+      end
       puts format("group: missed %<m>d, handed out again %<r>d (at least once); failed transactions %<t>d",
                   m: @counts[:group_missed], r: @counts[:group_redelivered], t: @counts[:failed_transactions])
       print_errors
