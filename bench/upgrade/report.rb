@@ -36,7 +36,7 @@ module Upgrade
       @counts = { messages: expected.size, input: tally(input, expected.tally), output: tally(output, input.map(&:first).tally),
                   group_missed: expected.count { |payload| !seen.key?(payload) },
                   group_redelivered: seen.values.sum - seen.size, client_errors: errors,
-                  failed_transactions: eos_failed.values.sum }
+                  failed_transactions: eos_failed.values.sum, transaction_errors: eos_failed.transform_keys { |e| e.to_s[0, 160] } }
     end
 
     # Prints the table and the verdict, writes the JSON.
@@ -102,7 +102,7 @@ module Upgrade
     end
 
     def print_errors
-      errors = @counts[:client_errors]
+      errors = @counts[:client_errors].merge(@counts[:transaction_errors].empty? ? {} : { "transactional" => @counts[:transaction_errors] })
       return puts("client errors: none") if errors.empty?
 
       puts "client errors (each kind of error once, with how often):"
