@@ -29,12 +29,12 @@
 #
 # What it found: the admin client's ListConsumerGroupOffsets died of SIGSEGV
 # when the group's coordinator moved (3 of the first 4 runs; the bundled
-# librdkafka's patch 0009). Open: in 1 of 11 runs, one message of an
+# librdkafka's patch 0009). Open: in 1 of 12 runs, one message of an
 # idempotent producer was in the input twice (perhaps librdkafka issue 4953:
 # an epoch bump on a leader change re-sends what was written); the producers
 # now log librdkafka's eos context into tmp/upgrade/pN.err for the next one.
 # And Admin#watermark_offsets went on sending to a stopped leader (requests
-# timing out in its out-queue) for up to 35 s in 2 of 11 runs.
+# timing out in its out-queue) for up to 35 s in 2 of 12 runs.
 
 require "json"
 require "logger"
