@@ -89,6 +89,14 @@ module ExactlyOnceWorkers
       [since, *@commit_times.select { |at| at > since }].each_cons(2).map { |a, b| b - a }.max || 0.0
     end
 
+    # The longest time (s) without a committed transaction between from and
+    # till (a commit after till ends the last pause; none: it lasts until till). Under the lock.
+    def longest_pause_between(from, till)
+      inside = @commit_times.select { |at| at > from && at <= till }
+      after = @commit_times.find { |at| at > till } || till
+      [from, *inside, after].each_cons(2).map { |a, b| b - a }.max
+    end
+
     # Partitions some worker owns. Under the lock.
     def owned = @owned.values.reduce(Set.new, :|)
 

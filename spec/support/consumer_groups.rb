@@ -241,8 +241,10 @@ module ConsumerGroups
 
     attr_reader :progress
 
-    def initialize(env, lines)
-      @stdin, stdout, stderr, @process = Open3.popen3(env, RbConfig.ruby, "-I", LIB, SCRIPT)
+    # script: another process that speaks the same way (lines on stdout, stops when its stdin closes):
+    # bench/upgrade/client.rb's producers and lag poller.
+    def initialize(env, lines, script: SCRIPT)
+      @stdin, stdout, stderr, @process = Open3.popen3(env, RbConfig.ruby, "-I", LIB, script)
       @errors = Thread.new { stderr.read }
       @progress = 0 # seen or committed payloads it reported
       Thread.new do
@@ -280,5 +282,8 @@ module ConsumerGroups
     end
 
     def stderr_output = @errors.value
+
+    # @return [Process::Status] once it has exited
+    def status = @process.value
   end
 end

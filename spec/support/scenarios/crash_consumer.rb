@@ -20,7 +20,9 @@
 # transactions in a row before it gives up and exits 1; default 5),
 # KAFKA_DEBUG (librdkafka's debug contexts, logged on stderr), BATCH_SECONDS
 # (exactly once: each batch takes at least this long, its transaction
-# included, as work would; a line "pace <seconds>" on stdin changes it).
+# included, as work would; a line "pace <seconds>" on stdin changes it),
+# GROUP_PROTOCOL ("consumer": KIP-848's, without the classic member settings
+# below, as a member restarted into a group's online migration; default classic).
 require "logger"
 require "sluice"
 
@@ -44,12 +46,19 @@ end
 
 def mode = ENV.fetch("SLUICE_POLLING_MODE", "fd").to_sym
 
-def build_consumer(exactly_once)
+# The classic protocol's member settings: a SIGKILLed member is replaced
+# after 6 s, a rebalance is heard of within half a second.
+def member_settings
+  return { "group.protocol": "consumer" } if ENV["GROUP_PROTOCOL"] == "consumer" # the broker's group.consumer.* instead
+
   assignment = ENV.key?("ASSIGNMENT") ? { "partition.assignment.strategy": ENV.fetch("ASSIGNMENT") } : {}
+  { "session.timeout.ms": 6_000, "heartbeat.interval.ms": 500, **assignment }
+end
+
+def build_consumer(exactly_once)
   consumer = Sluice::Consumer.new do |config|
-    config.kafka = kafka("group.id": ENV.fetch("GROUP"), "auto.offset.reset": "earliest", "session.timeout.ms": 6_000,
-                         "heartbeat.interval.ms": 500, "auto.commit.interval.ms": 500, "enable.auto.commit": !exactly_once,
-                         **assignment)
+    config.kafka = kafka("group.id": ENV.fetch("GROUP"), "auto.offset.reset": "earliest", "auto.commit.interval.ms": 500,
+                         "enable.auto.commit": !exactly_once, **member_settings)
     config.polling.mode = mode
     config.logger = logger("consumer")
   end

@@ -1,0 +1,231 @@
+# frozen_string_literal: true
+
+# A rolling upgrade under load, as users do it (issue 40, item 3): the
+# three-node cluster (bin/kafka cluster) starts on Kafka FROM and is rolled
+# node by node to TO (SIGTERM: a controlled shutdown; the same data and
+# config, the new jars; then every partition's ISR full again), its features
+# finalized (kafka-features upgrade --release-version), and the classic group
+# migrated online to KIP-848's protocol by restarting its members one at a
+# time, while these run through the proxies, each in a process of its own:
+#
+#   - idempotent producers (acks=all) writing numbered messages to the input;
+#   - transactional consume-transform-produce workers copying the input to the
+#     output (spec/cluster/exactly_once_workers.rb, crash_consumer.rb);
+#   - a classic consumer group reading the input (crash_consumer.rb);
+#   - an admin client asking the group's lag.
+#
+# Each client's stderr (the producers' with librdkafka's "eos" debug context:
+# epoch bumps, drains) is kept in tmp/upgrade/NAME.err.
+#
+# Then it stops the producers, waits until both groups have read the input's
+# end, and counts: in the input, each producer's numbers exactly once; in the
+# output (read_committed), each input once; what the group handed out; the
+# clients still failing after the roll; each client kind's longest stall
+# (time without a success) per node restart, the finalization and the
+# migration. Prints the table, writes JSON, exits 1 on any loss, duplicate or
+# client left failing. bin/test-upgrade runs it (ports, cleanup).
+#
+#   ruby bench/upgrade.rb [--from 3.9.1] [--to 4.4.0] [--rate 40] [--json tmp/upgrade.json]
+#
+# What it found: the admin client's ListConsumerGroupOffsets died of SIGSEGV
+# when the group's coordinator moved (3 of the first 4 runs; the bundled
+# librdkafka's patch 0009). Open: in 1 of 12 runs, one message of an
+# idempotent producer was in the input twice (perhaps librdkafka issue 4953:
+# an epoch bump on a leader change re-sends what was written); the producers
+# now log librdkafka's eos context into tmp/upgrade/pN.err for the next one.
+# And Admin#watermark_offsets went on sending to a stopped leader (requests
+# timing out in its out-queue) for up to 35 s in 2 of 12 runs.
+
+require "json"
+require "logger"
+require "open3"
+require "optparse"
+require "securerandom"
+require "rspec/expectations" # ExactlyOnceWorkers::Run#await's failure
+$LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
+require "sluice"
+require_relative "../spec/support/test_cluster"
+require_relative "../spec/support/consumer_groups"
+require_relative "../spec/cluster/exactly_once_workers"
+require_relative "upgrade/clients"
+require_relative "upgrade/report"
+
+module Upgrade
+  ROOT = File.expand_path("..", __dir__)
+  OPTIONS = { from: "3.9.1", to: "4.4.0", rate: 40, producers: 2, members: 2, workers: 2, partitions: 6,
+              json: File.join(ROOT, "tmp/upgrade.json"), logs: File.join(ROOT, "tmp/upgrade") }.freeze
+
+  def self.options(argv)
+    options = OPTIONS.dup
+    OptionParser.new do |parser|
+      parser.banner = "usage: bin/test-upgrade [options]"
+      parser.on("--from VERSION", "Kafka the cluster starts on (#{options[:from]})") { |v| options[:from] = v }
+      parser.on("--to VERSION", "Kafka it is rolled to (#{options[:to]})") { |v| options[:to] = v }
+      parser.on("--rate N", Integer, "messages a second, each producer (#{options[:rate]})") { |v| options[:rate] = v }
+      parser.on("--json FILE", "results (#{options[:json]})") { |v| options[:json] = v }
+    end.parse!(argv)
+    options
+  end
+
+  # The run, phase by phase; each phase's time is printed as it ends.
+  class Run
+    def initialize(options)
+      @options = options
+      @tag = SecureRandom.hex(4)
+      @input = "sluice-upgrade-#{@tag}-in"
+      @output = "sluice-upgrade-#{@tag}-out"
+      @group = "sluice-upgrade-#{@tag}-group"
+      @report = Report.new(options)
+      @env = { "KAFKA_BROKERS" => TestCluster::BROKERS, "SLUICE_POLLING_MODE" => ENV.fetch("SLUICE_POLLING_MODE", "fd") }
+    end
+
+    # @return [Boolean] nothing lost or duplicated, no client left failing
+    def call
+      phase("cluster on Kafka #{@options[:from]}") { start_cluster }
+      phase("load started, every client succeeded") { start_load }
+      3.times { |i| phase("node #{i + 1} rolled to #{@options[:to]}") { roll(i + 1) } }
+      phase("features finalized (release #{release})") { finalize }
+      @roll_done = now
+      @roll_progress = @eos.read { @eos.progress }
+      @options[:members].times { |i| phase("member #{i + 1} restarted with group.protocol consumer") { migrate(i) } }
+      phase("producers stopped, both groups at the input's end") { drain }
+      phase("clients closed, topics read back") { count }
+      @report.finish
+    ensure
+      @eos&.kill_all
+      @clients&.kill_all
+    end
+
+    private
+
+    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+    def phase(name)
+      started = now
+      result = yield
+      @report.phase(name, now - started, result)
+    end
+
+    def release = @options[:to].split(".").first(2).join(".")
+
+    def kafka(*args, version: @options[:from])
+      output, status = Open3.capture2e({ "KAFKA_VERSION" => version }, TestCluster::SCRIPT, *args)
+      raise "bin/kafka #{args.join(" ")} failed:\n#{output}" unless status.success?
+
+      output
+    end
+
+    def start_cluster
+      kafka("cluster", "stop") # whatever an earlier run left: its data may be of a later metadata version
+      kafka("cluster", "start")
+      kafka("cluster", "wait-isr")
+      TestCluster.create_topics([@input, @output], @options[:partitions])
+      nil
+    end
+
+    def start_load
+      @clients = Clients.new(@env)
+      # eos: the idempotent producer's state changes (epoch bumps, drains) in its stderr log, for a duplicate's diagnosis.
+      @options[:producers].times do |i|
+        @clients.start(:producer, "p#{i}", "TOPIC" => @input, "RATE" => @options[:rate].to_s, "KAFKA_DEBUG" => "eos")
+      end
+      @options[:members].times { |i| @clients.start(:consumer, "classic-#{i}", "GROUP" => @group, "INPUT" => @input) }
+      @clients.start(:lag, "lag", "GROUP" => @group)
+      @eos = ExactlyOnceWorkers::Run.new(@env.merge("GROUP" => "#{@group}-eos", "INPUT" => @input, "OUTPUT" => @output,
+                                                    "ASSIGNMENT" => "range", "MAX_FAILURES" => "20"),
+                                         @options[:workers], "sluice-upgrade-#{@tag}")
+      started = now
+      @clients.await("every client succeeded, every partition owned", 120) do
+        @clients.all_succeeded_since?(started) && @clients.owned.size == @options[:partitions]
+      end
+      @eos.await("the transactional workers committed", 120) { @eos.progress.positive? && @eos.owned.size == @options[:partitions] }
+      nil
+    end
+
+    # One node: stopped, started on the new jars (bin/kafka waits for the full
+    # ISR), then until every client succeeded again; the stalls in that window.
+    def roll(node)
+      started = now
+      kafka("cluster", "restart", node.to_s, version: @options[:to])
+      in_sync = now
+      settled(started, in_sync)
+    end
+
+    def finalize
+      versions = kafka("cluster", "status").scan(/node \d: running .*\(Kafka (\S+)\)/).flatten
+      raise "the nodes run Kafka #{versions.inspect}, not all #{@options[:to]}" unless versions == [@options[:to]] * 3
+
+      started = now
+      kafka("cluster", "features", "upgrade", "--release-version", release, version: @options[:to])
+      @report.features = kafka("cluster", "features", "describe", version: @options[:to]).scan(/Feature: (\S+).*?FinalizedVersionLevel: (\S+)/).to_h
+      settled(started, now)
+    end
+
+    # Member index leaves (a clean close) and a KIP-848 member takes its place:
+    # until every partition is owned again and each client succeeded since.
+    def migrate(index)
+      started = now
+      @clients.finish(@clients.of(:consumer).find { |client| client.name == "classic-#{index}" })
+      member = @clients.start(:consumer, "consumer-#{index}", "GROUP" => @group, "INPUT" => @input, "GROUP_PROTOCOL" => "consumer")
+      @clients.await("#{member.name} owns partitions, all #{@options[:partitions]} owned", 120) do
+        member.owned.any? && @clients.owned.size == @options[:partitions]
+      end
+      settled(started, now).merge(group: group_type)
+    end
+
+    # Waits until every client (transactional workers too) succeeded after
+    # from, and returns each kind's longest stall since from.
+    def settled(from, done)
+      @clients.await("every client succeeded after the step", 120) { @clients.all_succeeded_since?(done) }
+      committed = @eos.read { @eos.progress }
+      @eos.await("a transaction committed after the step", 120) { @eos.progress > committed }
+      to = now
+      stalls = @clients.longest_stalls(from, to)
+      stalls[:transactional] = @eos.read { @eos.longest_pause_between(from, to) }
+      { step: done - from, stalls: stalls }
+    end
+
+    def group_type
+      admin = Sluice::Admin.new do |config|
+        config.kafka = { "bootstrap.servers": TestCluster::DIRECT }
+        config.logger = Logger.new(nil)
+      end
+      description = admin.describe_group(@group)
+      "#{description[:type]} (#{description[:members].size} members)"
+    ensure
+      admin&.close
+    end
+
+    def drain
+      @report.failing = @clients.failing_since(@roll_done)
+      @report.failing << "transactional workers: no transaction committed since the roll" if @eos.read { @eos.progress } <= @roll_progress
+      @clients.finish_all(:producer)
+      @expected = @clients.read { @clients.produced.flat_map { |name, count| Array.new(count) { |n| "#{name}:#{n}" } } }
+      @clients.await("the group handed out every input", 120) { @expected.all? { |payload| @clients.seen.key?(payload) } }
+      @eos.await("the transactional workers committed every input", 120) { @expected.all? { |payload| @eos.committed.key?(payload) } }
+      nil
+    end
+
+    def count
+      statuses = @clients.finish_all + @eos.finish.each_with_index.map { |status, i| ["eos-#{i}", status] }
+      @report.unclean_exits = statuses.reject { |_, status| status.success? }.map(&:first)
+      @clients.stop_reading
+      @clients.write_stderr(@options[:logs])
+      @report.count(input: read_back(@input, "read_uncommitted"), output: read_back(@output, "read_committed"),
+                    expected: @expected, seen: @clients.seen, errors: @clients.errors, eos_failed: @eos.failed)
+      nil
+    end
+
+    # @return [Array<Array(String, Integer, Integer)>] [payload, partition, offset] of every message
+    def read_back(topic, isolation)
+      Array.new(@options[:partitions]) do |partition|
+        TestCluster.read_partition(topic, partition, isolation: isolation).map { |offset, payload| [payload, partition, offset] }
+      end.flatten(1)
+    end
+  end
+end
+
+if $PROGRAM_NAME == __FILE__
+  $stdout.sync = true
+  exit(Upgrade::Run.new(Upgrade.options(ARGV)).call ? 0 : 1)
+end
