@@ -253,14 +253,19 @@ module Sluice
     # @return [Hash{String => Array<Integer>}]
     def assignment = by_topic(open_client.assignment) { |_, partition| partition }.transform_values(&:sort)
 
-    # Committed offsets of the assignment (-1001: none committed yet).
+    # Committed offsets of the assignment (-1001: none committed yet). A
+    # coordinator that moved or is loading the group is asked again within
+    # max_wait_timeout.
     # @return [Hash{String => Hash{Integer => Integer}}]
     def committed
       client = open_client
       pairs = client.assignment.map { |topic, partition| [topic, partition] }
       return {} if pairs.empty?
 
-      error, offsets = Blocking.call { client.committed(pairs, @config.max_wait_timeout) }
+      deadline = now + (@config.max_wait_timeout / 1000.0)
+      error, offsets = LeaderWait.retrying(deadline, pending: LeaderWait::COORDINATOR_PENDING) do
+        Blocking.call { client.committed(pairs, [((deadline - now) * 1000).ceil, 1].max) }
+      end
       check(error.zero? ? nil : error, "committed")
       by_topic(offsets).transform_values(&:to_h)
     end

@@ -11,6 +11,10 @@ module Sluice
     # ...and a topic whose creation this client has not seen yet (a consumer's:
     # Admin#create_topic returns once its metadata shows the topic).
     PENDING = (LEADER_PENDING + %i[unknown_topic_or_part]).freeze
+    # A group's coordinator that moved, or is still loading the group's
+    # offsets (a broker just started: Kafka 4.0.1 answered a consumer's
+    # first committed-offsets call with not_coordinator).
+    COORDINATOR_PENDING = %i[not_coordinator coordinator_not_available coordinator_load_in_progress].freeze
     RETRY = 0.1 # s between two asks
 
     module_function
