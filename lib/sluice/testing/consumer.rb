@@ -66,6 +66,7 @@ module Sluice
         @committed = {}
         @stopping = false
         @closed = false
+        @ledger = Sluice::Consumer::Ledger.new # the real consumer's offset rules (see #handle)
       end
 
       # Adds a message at the end of its partition (as a producer would), and
@@ -167,6 +168,7 @@ module Sluice
         reading do
           loop do
             message = take(1)&.first
+            @lock.synchronize { @ledger.unlend([message]) } if message # handed over: its offset is the caller's to store
             break message if message || !wait_for_feed(deadline)
           end
         end
@@ -264,32 +266,39 @@ module Sluice
       private
 
       # The message (or batch) is done when its block finished: its offsets
-      # are stored. Otherwise each of its partitions goes back to its first one.
+      # are stored, as the Ledger lets them (never past one lent). Otherwise
+      # each of its partitions goes back to its first one.
       def handle(messages)
         finished = false
         begin
           yield
           finished = true
         ensure
-          @lock.synchronize { finished ? store(messages) : rewind(messages) }
+          @lock.synchronize { finished ? finish(messages) : rewind(messages) }
         end
       end
 
-      def store(messages) = messages.each { |message| @stored[[message.topic, message.partition]] = message.offset + 1 }
-
-      def rewind(messages)
-        messages.reverse_each { |message| @positions[[message.topic, message.partition]] = message.offset }
+      def finish(messages)
+        messages.each { |message| @ledger.finish(message) }
+        @ledger.storable!.each { |message| @stored[[message.topic, message.partition]] = message.offset + 1 }
       end
 
+      def rewind(messages)
+        @ledger.rewound(messages).each { |topic, partition, offset| @positions[[topic, partition]] = offset }
+      end
+
+      # What an earlier read left lent (interrupted between taking and
+      # finishing) goes back first: lent, it would hold its partition's offsets back.
       def reading
         open!
+        @lock.synchronize { rewind(@ledger.lent.dup) unless @ledger.lent.empty? }
         yield
       ensure
         @stopping = false
       end
 
       # Up to count messages in the order fed, from the assigned, unpaused
-      # partitions' positions; nil when there is none (or #stop was called).
+      # partitions' positions, lent; nil when there is none (or #stop was called).
       def take(count)
         @lock.synchronize do
           batch = []
@@ -297,7 +306,8 @@ module Sluice
             @positions[[message.topic, message.partition]] = message.offset + 1
             batch << message
           end
-          batch unless batch.empty?
+          @ledger.fill(batch)
+          batch.map { @ledger.lend } unless batch.empty?
         end
       end
 
