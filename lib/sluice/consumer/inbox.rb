@@ -104,7 +104,23 @@ module Sluice
         @idle = ConditionVariable.new
         @idle_waiters = 0 # threads in #wait_idle (under @reader_lock)
         @given_back = [] # #give_back calls from other threads, for the reader to carry out
+        @workers = nil
       end
+
+      # A concurrent each_message's ParallelReading while it reads: told before
+      # a revocation is answered (its running blocks are waited for) and after
+      # a rebalance (what it holds of the partitions given up is dropped).
+      attr_writer :workers
+
+      # A concurrent each_message reads (its workers may call the consumer from their threads).
+      def parallel? = !@workers.nil?
+
+      # #stop was called and no read began since.
+      def stopped? = @stopped
+
+      # A reader that takes nothing for a while (a concurrent each_message at
+      # its bound) still polls now and then (see #keep_polling).
+      def keepalive = keep_polling(always: true)
 
       # The next message, or nil when timeout_ms (nil: no limit) passed or #stop
       # was called. The message is lent: #processed finishes it (each_message),
@@ -339,8 +355,8 @@ module Sluice
       # commits only stored offsets: now and then, store what was processed
       # and poll for one more item. A rebalance found there is answered at
       # once (what is buffered for partitions it gives up is dropped unread).
-      def keep_polling
-        return if !@ledger.buffered? || now - @polled_at < @poll_every
+      def keep_polling(always: false)
+        return if !(always || @ledger.buffered?) || now - @polled_at < @poll_every
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
@@ -384,9 +400,11 @@ module Sluice
       def control(item, deadline = nil)
         case item.first
         when :rebalance
+          @workers&.before_revoke unless item[1] == :assign
           store_processed # what was processed is committed before partitions go
           given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
           drop(given_up, lent: true)
+          @workers&.after_rebalance(given_up)
           given_up
         when :error
           error = KafkaError.new(item[1], item[2], fatal: item[3])

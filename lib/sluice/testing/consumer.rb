@@ -2,6 +2,7 @@
 
 require "securerandom"
 require_relative "log"
+require_relative "parallel_read"
 
 module Sluice
   module Testing
@@ -133,9 +134,22 @@ module Sluice
       end
 
       # Yields every message (see the class comment for when it returns).
+      # With concurrency above 1, the blocks run side by side as
+      # Sluice::Consumer#each_message runs them (same settings, order rules
+      # and offset rule; see ParallelRead for how the end differs).
+      # @param concurrency [Integer] blocks at once
+      # @param ordering [Symbol] :key, :partition or :none
+      # @param max_buffered [Integer] messages taken and not finished, at most
+      # @param max_buffered_bytes [Integer] their keys' and payloads' bytes (checked, not enforced here)
+      # @param finish_within [Numeric] ms a stop or an error waits for running blocks
       # @yieldparam message [Message]
       # @return [nil]
-      def each_message
+      # @raise [ArgumentError] a setting out of range
+      def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000, &block)
+        settings = Sluice::Consumer::Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
+                                                     max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
+        return reading { ParallelRead.new(settings, double: self, block: block).run } if settings.parallel?
+
         reading do
           while (message = take(1)&.first)
             handle([message]) { yield message }
@@ -255,6 +269,20 @@ module Sluice
 
       # #close was called.
       def closed? = @closed
+
+      # ParallelRead's side of the double (under its lock): the next message, lent.
+      # @api private
+      def take_one = take(1)&.first
+
+      # @api private
+      def finish_one(message) = @lock.synchronize { finish([message]) }
+
+      # What is still lent goes back (its partitions to their lowest unfinished message).
+      # @api private
+      def rewind_unfinished = @lock.synchronize { rewind(@ledger.lent.dup) unless @ledger.lent.empty? }
+
+      # @api private
+      def stopping? = @stopping
 
       # What Producer#transaction_mark_as_consumed hands to the (in-memory) client: this consumer.
       # @api private
