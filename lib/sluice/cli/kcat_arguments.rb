@@ -20,6 +20,9 @@ module Sluice
       VALUED = %w[-b -t -p -D -K -k -c -o -f -H -X -F -G -z -m -d -s -r -M].freeze
       # sluice's common flags that take a value, as they may come before the command.
       COMMON_VALUED = %w[-b --brokers -X --property -F --properties-file --timeout].freeze
+      # sluice's long flags that take a value (the next argument), as they may mix with kcat's.
+      LONG_VALUED = %w[--brokers --property --properties-file --timeout --offset --count --format --key-delimiter --delimiter
+                       --partition --group --key --header --compression --file --progress].freeze
       # kcat flags sluice has no counterpart for, and why.
       UNSUPPORTED = {
         "-s" => "deserializers (-s) are not supported: values are printed as bytes",
@@ -51,7 +54,7 @@ module Sluice
         args = argv.dup
         while (arg = args.shift)
           next flags.positional.concat(args.shift(args.size)) if arg == "--"
-          next flags.positional << arg unless arg.b.match?(/\A-[A-Za-z]/)
+          next flags.positional << arg unless arg.b.match?(/\A--?[A-Za-z]/)
 
           short(arg, args, flags)
         end
@@ -63,6 +66,7 @@ module Sluice
       def short(arg, args, flags)
         flag = arg[0, 2]
         return flags.modes << flag if MODES.key?(arg)
+        return flags.pairs << [arg, args.shift] if LONG_VALUED.include?(arg) && !args.empty?
         return flags.pairs << [arg, nil] if arg.start_with?("--") || !VALUED.include?(flag)
 
         value = arg.size > 2 ? arg[2..] : args.shift

@@ -245,6 +245,7 @@ RSpec.describe Sluice::CLI do
                        "5")).to eq(%w[produce T -b B -K : -k K -H a=b -Z -T -c 5])
       expect(translate("-C", "-tT", "-o", "-5", "-e", "-J", "-p", "1", "-u", "-D", "|")).to eq(%w[tail T -o -5 -e -J -p 1 -u -D |])
       expect(translate("-b", "B", "-G", "g", "T", "-o", "beginning")).to eq(%w[tail T -G g -b B -o beginning])
+      expect(translate("--timeout", "3", "-C", "-t", "T", "--offset", "beginning", "--json")).to eq(%w[tail T --timeout 3 --offset beginning --json])
       expect(translate("-L")).to eq(%w[topics])
       expect(translate("-L", "-t", "T", "-J")).to eq(%w[describe T -J])
       expect(translate("-Q", "-t", "T:0:1", "-t", "T:1:1")).to eq(%w[offsets T:0:1 T:1:1])
