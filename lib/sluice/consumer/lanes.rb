@@ -12,7 +12,6 @@ module Sluice
     # - :partition: a lane per topic and partition;
     # - :none: a lane per message.
     class Lanes
-      # What ordering: takes.
       ORDERINGS = %i[key partition none].freeze
 
       def initialize(ordering)

@@ -66,7 +66,6 @@ module Sluice
       # No block starts until #release; those running go on.
       def hold = @lock.synchronize { @held = true }
 
-      # Blocks start again (after #hold).
       def release
         @lock.synchronize do
           @held = false

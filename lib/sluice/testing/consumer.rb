@@ -274,7 +274,6 @@ module Sluice
       # @api private
       def take_one = take(1)&.first
 
-      # ParallelRead's side of the double (under its lock): message finished by its block.
       # @api private
       def finish_one(message) = @lock.synchronize { finish([message]) }
 

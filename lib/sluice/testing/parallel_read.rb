@@ -25,7 +25,6 @@ module Sluice
         @failure = nil
       end
 
-      # Reads until the double stops or a block raises, N blocks at a time; raises that block's error.
       def run
         @workers = Sluice::Consumer::Workers.new(count: @settings.concurrency, ordering: @settings.ordering, block: @block,
                                                  stopped: @double.method(:stopping?))
