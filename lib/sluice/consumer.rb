@@ -18,7 +18,9 @@ module Sluice
   #
   # At least once: each_message stores a message's offset after its block
   # returned, each_batch a batch's; librdkafka commits stored offsets in the
-  # background and close commits them. One reader (thread or fiber) at a time.
+  # background and close commits them. One reader (thread or fiber) at a time;
+  # each_message(concurrency: N) runs its blocks on N threads of its own
+  # (ParallelReading), the reader's thread still the only one to read.
   # Where a fetched message is until then, and why none is skipped: the
   # hand-off invariant at the top of Consumer::Inbox.
   class Consumer
@@ -93,8 +95,28 @@ module Sluice
     # (raise, break, return, throw), that offset is not stored and the
     # partition goes back to that message: it is handed out again, here or
     # to the partition's next owner.
+    #
+    # With concurrency above 1, up to that many blocks run at once, each on a
+    # thread of the read's own, in the order `ordering` keeps (README,
+    # "Parallel consumption"): a partition's offset is stored only below its
+    # lowest message whose block has not finished, whatever order blocks
+    # finish in. At most max_buffered messages (and max_buffered_bytes of keys
+    # and payloads) are taken and not finished at once. A block that raises
+    # stops the read: no block starts after it, those running are waited for
+    # (at most finish_within ms) and stored, what did not finish is handed
+    # out again, and the error is raised here. break, return and throw cannot
+    # leave a block running on another thread: use #stop.
+    # @param concurrency [Integer] blocks at once (1: in the calling thread, one after another)
+    # @param ordering [Symbol] :key (each key's messages in order; keyless ones in
+    #   their partition's order), :partition or :none
+    # @param max_buffered [Integer] messages taken and not finished, at most
+    # @param max_buffered_bytes [Integer] their keys' and payloads' bytes, at most
+    #   (a larger message still goes when it is the only one)
+    # @param finish_within [Numeric] ms a stop, an error or a revocation waits
+    #   for running blocks before leaving them (their offsets unstored)
     # @yieldparam message [Message]
     # @return [nil] once stopped
+    # @raise [ArgumentError] a setting out of range
     # @raise [Errors::ConsumerClosedError]
     # @raise [Errors::ConsumerStateError] another thread or fiber is reading this consumer
     # @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
@@ -104,7 +126,13 @@ module Sluice
     #     puts "#{message.topic}/#{message.partition}@#{message.offset}: #{message.payload}"
     #     consumer.stop if message.payload == "last"
     #   end
-    def each_message
+    # @example 64 at once, each key's messages in order
+    #   consumer.each_message(concurrency: 64, ordering: :key) { |message| Billing.charge(message.key, message.payload) }
+    def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000, &block)
+      settings = Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
+                                 max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
+      return each_message_in_parallel(settings, &block) if settings.parallel?
+
       open_client
       @inbox.reading do
         while (message = @inbox.take(nil))
@@ -214,7 +242,7 @@ module Sluice
 
         partitions.map { |partition, offset| [topic_name(topic), partition_number(partition), offset_number(offset)] }
       end
-      @inbox.store_processed
+      @inbox.store_processed unless @inbox.parallel? && !@inbox.reader?(Fiber.current) # a block's thread: the reader stores
       check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
       nil
     end
@@ -312,6 +340,14 @@ module Sluice
     def native = open_client
 
     private
+
+    # each_message's reads with concurrency above 1 (ParallelReading); its ensure calls #after_reading.
+    def each_message_in_parallel(settings, &block)
+      open_client
+      reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), block: block, **settings.to_h)
+      @inbox.reading { reading.run }
+      nil
+    end
 
     # Consumer#poll's Ruby part: the next message, lent (see Native::Handoff#poll).
     # @return [Array<Message>, nil] the lease: its last message is the one to hand out

@@ -38,6 +38,7 @@ module Sluice
       poller.producer_unregistered
       consumer.partitions_assigned
       consumer.partitions_revoked
+      consumer.revoke_waiting
       consumer.offsets_committed
       consumer.partition_eof
       consumer.connected

@@ -27,13 +27,14 @@ module Sluice
     # everything it takes. From then on, at every instant, each of those
     # messages is in exactly one of four places:
     #
-    # 1. buffered: @items from @at on;
-    # 2. lent (@lent): out of the buffer, not finished by the application:
+    # 1. buffered: drained, not handed out yet;
+    # 2. lent: out of the buffer, not finished by the application:
     #    each_message's block runs on it, a batch is filled or yielded, poll
     #    is returning it. When the next read begins, what is still lent goes
     #    back to the front of the buffer: it is handed out again;
-    # 3. done: each_message's or each_batch's block finished it (@done, then
-    #    its offset stored), or poll returned it (Native::Handoff#poll);
+    # 3. done: each_message's or each_batch's block finished it (done, then
+    #    its offset stored once no lower offset of its partition is lent), or
+    #    poll returned it (Native::Handoff#poll);
     # 4. rewound: a seek moved librdkafka's position back to it (#rewind,
     #    #give_back), or its partition was revoked (the next owner starts at
     #    the committed offset).
@@ -45,6 +46,10 @@ module Sluice
     # ahead of what the application has seen; the committed offset never
     # does. That is the consumer's at-least-once.
     #
+    # The four places and the moves between them are kept by a Ledger (a
+    # pure object, with the rule for blocks that finish out of order);
+    # this class decides when each move is made.
+    #
     # An interrupt (Timeout, Thread#raise, Thread#kill) may land wherever Ruby
     # checks for one: on every return from a Ruby method and every loop. So
     # each move between two places is made where none lands: a drain with
@@ -52,8 +57,8 @@ module Sluice
     # Thread.handle_interrupt(Object => :never) (interrupts wait until the
     # messages are safe, then arrive); lending (lent before leaving the
     # buffer) and finishing (done before no longer lent) each in an order
-    # that is safe when interrupted between its two steps, neither of which
-    # calls a Ruby method; poll's last step, from lent to the caller, in C
+    # that is safe when interrupted between its two steps, with no Ruby
+    # method returning between them (inside Ledger#lend and Ledger#finish); poll's last step, from lent to the caller, in C
     # (a C method's return is not a check). An interrupt can thus cost a
     # message handed out twice, never one skipped. Waits are not masked:
     # Timeout around an idle read ends it on time.
@@ -92,17 +97,30 @@ module Sluice
         @polled_at = now
         @io = IO.for_fd(client.message_fd, autoclose: false) # the native client owns the fd
         @io_lock = Mutex.new # held while waiting: the fd is closed only once nobody waits on it
-        @items = EMPTY
-        @at = 0
-        @lent = [] # out of the buffer, not finished yet, in buffer order (see above)
-        @done = [] # handed out and processed, offsets not stored yet
+        @ledger = Ledger.new
         @stopped = false
         @reader = nil
         @reader_lock = Mutex.new
         @idle = ConditionVariable.new
         @idle_waiters = 0 # threads in #wait_idle (under @reader_lock)
         @given_back = [] # #give_back calls from other threads, for the reader to carry out
+        @workers = nil
       end
+
+      # A concurrent each_message's ParallelReading while it reads: told before
+      # a revocation is answered (its running blocks are waited for) and after
+      # a rebalance (what it holds of the partitions given up is dropped).
+      attr_writer :workers
+
+      # A concurrent each_message reads (its workers may call the consumer from their threads).
+      def parallel? = !@workers.nil?
+
+      # #stop was called and no read began since.
+      def stopped? = @stopped
+
+      # A reader that takes nothing for a while (a concurrent each_message at
+      # its bound) still polls now and then (see #keep_polling).
+      def keepalive = keep_polling(always: true)
 
       # The next message, or nil when timeout_ms (nil: no limit) passed or #stop
       # was called. The message is lent: #processed finishes it (each_message),
@@ -114,13 +132,10 @@ module Sluice
         keep_polling
         while true # rubocop:disable Style/InfiniteLoop
           give_back_for_others unless @given_back.empty?
-          while @at < @items.size && !@stopped
-            item = @items[@at]
-            next answer(item) unless item.is_a?(Message)
+          while @ledger.buffered? && !@stopped
+            next answer(@ledger.peek) unless @ledger.peek.is_a?(Message)
 
-            @lent << item # lent, then out of the buffer: see #return_lent
-            @at += 1
-            return item
+            return @ledger.lend
           end
           return nil if @stopped
           next if refill
@@ -156,19 +171,17 @@ module Sluice
       # The application is done with message: its offset is stored (soon).
       # Done, then no longer lent: an interrupt between the two costs a
       # message handed out again, not one lost.
-      def processed(message)
-        @done << message
-        @lent.last.equal?(message) ? @lent.pop : unlend([message])
-      end
+      # Blocks may finish out of order: the offset waits for the lower ones (Ledger#storable!).
+      def processed(message) = @ledger.finish(message)
 
       # What is lent, in buffer order: after #take, its last message is the one
       # taken. Native::Handoff#poll pops that one as it returns it.
-      def lease = @lent
+      def lease = @ledger.lent
 
       # Stores the offsets after a batch each_batch's block finished with.
       def processed_batch(messages)
         @client.store_offsets(messages, messages.size)
-        unlend(messages)
+        @ledger.unlend(messages)
       end
 
       # The messages (lent) were not finished: each partition goes back to
@@ -179,39 +192,26 @@ module Sluice
       def rewind(messages)
         Thread.handle_interrupt(DEFERRED) do
           store_processed
-          firsts = messages.group_by { |m| [m.topic, m.partition] }.map { |(topic, partition), list| [topic, partition, list.first.offset] }
+          firsts = messages.group_by { |m| [m.topic, m.partition] }.map { |(topic, partition), list| [topic, partition, list.map(&:offset).min] }
           error = give_back(firsts)
-          unlend(messages) unless error
+          @ledger.rewound(messages) unless error
           error
         end
       end
 
       # Stores the offsets of what was processed (before a commit, a revoke, close).
       def store_processed
-        return if @done.empty?
+        return unless @ledger.done?
 
-        @client.store_offsets(@done, @done.size)
-        @done.clear
+        ready = @ledger.storable!
+        @client.store_offsets(ready, ready.size) unless ready.empty?
       end
 
       # Drops what was fetched, not handed out, for these [topic, partition] pairs.
       # @param lent [Boolean] what is lent too (a revoke: those partitions are gone)
       # @return [Hash{Array(String, Integer) => Integer}] each partition's first
       #   dropped offset (partitions with nothing dropped are left out)
-      def drop(partitions, lent: false)
-        gone = partitions.to_h { |topic, partition| [[topic, partition], true] }
-        @lent.reject! { |message| gone[[message.topic, message.partition]] } if lent && !@lent.empty?
-        return {} if @at >= @items.size
-
-        firsts = {}
-        @items = @items[@at..].reject do |item|
-          next false unless item.is_a?(Message) && gone[pair = [item.topic, item.partition]]
-
-          firsts[pair] ||= item.offset
-        end
-        @at = 0
-        firsts
-      end
+      def drop(partitions, lent: false) = @ledger.drop(partitions, lent: lent)
 
       # The one way buffered messages leave without being handed out, but for
       # a revoke: what is buffered for these partitions is dropped and
@@ -273,7 +273,7 @@ module Sluice
           outermost = !@reader # a nested read (poll inside each_message) keeps the stop and what is lent
           @stopped = false if outermost
           @reader = Fiber.current
-          return_lent if outermost && !@lent.empty?
+          return_lent if outermost && !@ledger.lent.empty?
         end
         yield
       ensure
@@ -313,24 +313,8 @@ module Sluice
 
       # What is still lent when a read begins was not finished (an interrupt
       # landed between the buffer and the application): back to the front of
-      # the buffer, in order. The last one may still be at @at too (lent, not
-      # yet out of the buffer).
-      def return_lent
-        Thread.handle_interrupt(DEFERRED) do
-          lent = @lent.slice!(0..)
-          lent.pop if @at < @items.size && lent.last.equal?(@items[@at])
-          @items = lent.concat(@items.drop(@at))
-          @at = 0
-        end
-      end
-
-      # No longer lent (finished, or rewound).
-      def unlend(messages)
-        return @lent.clear if messages.size == @lent.size && messages.first.equal?(@lent.first) && messages.last.equal?(@lent.last)
-
-        finished = messages.to_h { |message| [message.__id__, true] }
-        @lent.reject! { |message| finished[message.__id__] }
-      end
+      # the buffer, in order (Ledger#return_lent).
+      def return_lent = Thread.handle_interrupt(DEFERRED) { @ledger.return_lent }
 
       # Dropped and sought back in one step: an interrupt between the two would skip what was dropped.
       def seek_back(positions)
@@ -354,17 +338,16 @@ module Sluice
         end
       end
 
-      # Drains the queue into @items (what was left unread is kept first).
+      # Drains the queue into the buffer, once what it held was handed out.
       # @return [Boolean] something came
       def refill
-        return false unless @at >= @items.size
+        return false if @ledger.buffered?
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
-          @items = drain(DRAIN_ITEMS)
-          @at = 0
+          @ledger.fill(drain(DRAIN_ITEMS))
         end
-        !@items.empty?
+        @ledger.buffered?
       end
 
       # A slow application can take long over what one drain buffered, while
@@ -372,16 +355,15 @@ module Sluice
       # commits only stored offsets: now and then, store what was processed
       # and poll for one more item. A rebalance found there is answered at
       # once (what is buffered for partitions it gives up is dropped unread).
-      def keep_polling
-        return if @at >= @items.size || now - @polled_at < @poll_every
+      def keep_polling(always: false)
+        return if !(always || @ledger.buffered?) || now - @polled_at < @poll_every
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
           drain(1).each do |item|
             next control(item) unless item.is_a?(Message)
 
-            @items = @items[@at..] << item
-            @at = 0
+            @ledger.append(item)
           end
         end
       end
@@ -392,12 +374,10 @@ module Sluice
       end
 
       def fill(batch, max_items)
-        while @at < @items.size && batch.size < max_items
-          item = @items[@at]
+        while @ledger.buffered? && batch.size < max_items
+          item = @ledger.peek
           if item.is_a?(Message)
-            @lent << item # lent, then out of the buffer: see #return_lent
-            @at += 1
-            batch << item
+            batch << @ledger.lend
           else
             given_up = answer(item)
             batch.reject! { |message| given_up.include?([message.topic, message.partition]) } unless given_up.empty?
@@ -405,11 +385,11 @@ module Sluice
         end
       end
 
-      # The control item at @at, passed and answered in one step: a rebalance
+      # The next buffered item (a control item), passed and answered in one step: a rebalance
       # is answered once, and always (librdkafka waits for the answer).
       def answer(item)
         Thread.handle_interrupt(DEFERRED) do
-          @at += 1
+          @ledger.pass
           control(item)
         end
       end
@@ -420,9 +400,11 @@ module Sluice
       def control(item, deadline = nil)
         case item.first
         when :rebalance
+          @workers&.before_revoke unless item[1] == :assign
           store_processed # what was processed is committed before partitions go
           given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
           drop(given_up, lent: true)
+          @workers&.after_rebalance(given_up)
           given_up
         when :error
           error = KafkaError.new(item[1], item[2], fatal: item[3])

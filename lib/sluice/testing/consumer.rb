@@ -2,6 +2,7 @@
 
 require "securerandom"
 require_relative "log"
+require_relative "parallel_read"
 
 module Sluice
   module Testing
@@ -66,6 +67,7 @@ module Sluice
         @committed = {}
         @stopping = false
         @closed = false
+        @ledger = Sluice::Consumer::Ledger.new # the real consumer's offset rules (see #handle)
       end
 
       # Adds a message at the end of its partition (as a producer would), and
@@ -132,9 +134,22 @@ module Sluice
       end
 
       # Yields every message (see the class comment for when it returns).
+      # With concurrency above 1, the blocks run side by side as
+      # Sluice::Consumer#each_message runs them (same settings, order rules
+      # and offset rule; see ParallelRead for how the end differs).
+      # @param concurrency [Integer] blocks at once
+      # @param ordering [Symbol] :key, :partition or :none
+      # @param max_buffered [Integer] messages taken and not finished, at most
+      # @param max_buffered_bytes [Integer] their keys' and payloads' bytes (checked, not enforced here)
+      # @param finish_within [Numeric] ms a stop or an error waits for running blocks
       # @yieldparam message [Message]
       # @return [nil]
-      def each_message
+      # @raise [ArgumentError] a setting out of range
+      def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000, &block)
+        settings = Sluice::Consumer::Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
+                                                     max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
+        return reading { ParallelRead.new(settings, double: self, block: block).run } if settings.parallel?
+
         reading do
           while (message = take(1)&.first)
             handle([message]) { yield message }
@@ -167,6 +182,7 @@ module Sluice
         reading do
           loop do
             message = take(1)&.first
+            @lock.synchronize { @ledger.unlend([message]) } if message # handed over: its offset is the caller's to store
             break message if message || !wait_for_feed(deadline)
           end
         end
@@ -254,6 +270,21 @@ module Sluice
       # #close was called.
       def closed? = @closed
 
+      # ParallelRead's side of the double (under its lock): the next message, lent.
+      # @api private
+      def take_one = take(1)&.first
+
+      # ParallelRead's side of the double (under its lock): message finished by its block.
+      # @api private
+      def finish_one(message) = @lock.synchronize { finish([message]) }
+
+      # What is still lent goes back (its partitions to their lowest unfinished message).
+      # @api private
+      def rewind_unfinished = @lock.synchronize { rewind(@ledger.lent.dup) unless @ledger.lent.empty? }
+
+      # @api private
+      def stopping? = @stopping
+
       # What Producer#transaction_mark_as_consumed hands to the (in-memory) client: this consumer.
       # @api private
       def native = open!
@@ -264,32 +295,39 @@ module Sluice
       private
 
       # The message (or batch) is done when its block finished: its offsets
-      # are stored. Otherwise each of its partitions goes back to its first one.
+      # are stored, as the Ledger lets them (never past one lent). Otherwise
+      # each of its partitions goes back to its first one.
       def handle(messages)
         finished = false
         begin
           yield
           finished = true
         ensure
-          @lock.synchronize { finished ? store(messages) : rewind(messages) }
+          @lock.synchronize { finished ? finish(messages) : rewind(messages) }
         end
       end
 
-      def store(messages) = messages.each { |message| @stored[[message.topic, message.partition]] = message.offset + 1 }
-
-      def rewind(messages)
-        messages.reverse_each { |message| @positions[[message.topic, message.partition]] = message.offset }
+      def finish(messages)
+        messages.each { |message| @ledger.finish(message) }
+        @ledger.storable!.each { |message| @stored[[message.topic, message.partition]] = message.offset + 1 }
       end
 
+      def rewind(messages)
+        @ledger.rewound(messages).each { |topic, partition, offset| @positions[[topic, partition]] = offset }
+      end
+
+      # What an earlier read left lent (interrupted between taking and
+      # finishing) goes back first: lent, it would hold its partition's offsets back.
       def reading
         open!
+        @lock.synchronize { rewind(@ledger.lent.dup) unless @ledger.lent.empty? }
         yield
       ensure
         @stopping = false
       end
 
       # Up to count messages in the order fed, from the assigned, unpaused
-      # partitions' positions; nil when there is none (or #stop was called).
+      # partitions' positions, lent; nil when there is none (or #stop was called).
       def take(count)
         @lock.synchronize do
           batch = []
@@ -297,7 +335,8 @@ module Sluice
             @positions[[message.topic, message.partition]] = message.offset + 1
             batch << message
           end
-          batch unless batch.empty?
+          @ledger.fill(batch)
+          batch.map { @ledger.lend } unless batch.empty?
         end
       end
 

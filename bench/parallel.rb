@@ -1,0 +1,195 @@
+# frozen_string_literal: true
+
+# Parallel consumption (issue 43): each_message(concurrency: N) with a block
+# that sleeps 10 ms (an I/O wait), over 100,000 messages with 1,000 distinct
+# keys, on a 1-partition and a 6-partition topic. Prints messages per second,
+# CPU per message (this process's, all threads) and per-key order
+# violations, for each concurrency, ordering and polling mode asked, beside
+# concurrency 1 in the same run. A cell stops after --messages or
+# --seconds, whichever comes first (concurrency 1 at 10 ms a message would
+# take 17 minutes for 100,000): its rate is over what it read. Writes the
+# "parallel" block of bench/RESULTS.md (bin/bench keeps it) unless --no-write.
+#
+#   ruby bench/parallel.rb [--messages 100000] [--seconds 20] [--concurrency 1,16,64,256]
+#                          [--orderings key,partition] [--partitions 1,6] [--modes fd] [--no-write]
+#
+# Fibers (Async) are not measured: concurrent blocks run on threads only (README, "Parallel consumption").
+
+require "optparse"
+require "securerandom"
+require "etc"
+require_relative "environment"
+$LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
+require "sluice"
+
+module Bench
+  class Parallel
+    include Environment
+
+    KEYS = 1_000
+    SLEEP = 0.010
+    TOPIC = "sluice-bench-parallel-%dp"
+    PAYLOAD = "x" * 100
+
+    def initialize(opts)
+      @opts = opts
+      @brokers = brokers
+      @rows = []
+    end
+
+    def run
+      puts title
+      puts format("%-4s %-10s %-6s %5s %9s %9s %10s %8s %10s", "mode", "ordering", "parts", "conc", "messages", "seconds", "msg/s",
+                  "µs CPU", "violations")
+      @opts[:partitions].each do |partitions|
+        topic = prepare(partitions)
+        @opts[:modes].each do |mode|
+          @opts[:orderings].each do |ordering|
+            @opts[:concurrency].each do |concurrency|
+              row(mode, ordering, partitions, concurrency, cell(topic, partitions, mode, concurrency, ordering))
+            end
+          end
+        end
+      end
+      write_block("parallel", markdown) if @opts[:write]
+    end
+
+    private
+
+    def title
+      "each_message(concurrency:), a #{(SLEEP * 1000).round} ms sleep per message, #{@opts[:messages]} messages, #{KEYS} keys; " \
+        "Ruby #{RUBY_VERSION}, librdkafka #{Sluice.librdkafka_version}, #{Etc.nprocessors} cores"
+    end
+
+    def markdown
+      rows = @rows.map do |mode, ordering, partitions, concurrency, (count, seconds, cpu, violations)|
+        rate = count / seconds
+        goal = rate >= concurrency / SLEEP * 0.8 ? " ✓" : ""
+        "| #{mode} | :#{ordering} | #{partitions} | #{concurrency} | #{count} | #{seconds.round(1)} | #{rate.round}#{goal} | " \
+          "#{(cpu * 1e6 / count).round} | #{violations} |"
+      end
+      <<~MD
+        ## Parallel consumption (issue 43)
+
+        #{title}. `bin/bench parallel` (bench/parallel.rb), #{Time.now.utc.strftime("%Y-%m-%d")}, #{machine[:cpu]}, Kafka #{machine[:kafka]}.
+        A cell reads until #{@opts[:messages]} messages or #{@opts[:seconds].round} s; msg/s is over what it read; CPU is the
+        process's (every thread) per message; violations: a key's message started before an earlier one of it. ✓: at least
+        80% of concurrency / 10 ms. Threads only (fibers are not built yet). The reader takes messages in the order
+        librdkafka hands them over, a fetch batch of one partition after another: under `:partition` the bound fills
+        with one partition's messages and the others wait (README, "Parallel consumption").
+
+        | mode | ordering | partitions | concurrency | messages | s | msg/s | µs CPU/msg | violations |
+        |---|---|---|---|---|---|---|---|---|
+        #{rows.join("\n")}
+      MD
+    end
+
+    def row(mode, ordering, partitions, concurrency, result)
+      @rows << [mode, ordering, partitions, concurrency, result]
+      count, seconds, cpu, violations = result
+      puts format("%-4s %-10s %-6d %5d %9d %9.1f %10.0f %8.0f %10d", mode, ordering, partitions, concurrency, count, seconds, count / seconds,
+                  cpu * 1e6 / count, violations)
+    end
+
+    # Fills the topic once (kept between runs: created with its partitions, up to --messages).
+    def prepare(partitions)
+      topic = format(TOPIC, partitions)
+      admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": @brokers } }
+      admin.create_topic(topic, partitions: partitions) unless admin.topics.include?(topic)
+      admin.close
+      have = Array.new(partitions) { |p| watermark(topic, p) }.sum
+      fill(topic, @opts[:messages] - have) if have < @opts[:messages]
+      topic
+    end
+
+    def watermark(topic, partition)
+      consumer = Sluice::Consumer.new { |config| config.kafka = { "bootstrap.servers": @brokers, "group.id": "sluice-bench-parallel-watermarks" } }
+      consumer.query_watermark_offsets(topic, partition).last
+    ensure
+      consumer&.close
+    end
+
+    def fill(topic, count)
+      producer = Sluice::Producer.new { |config| config.kafka = { "bootstrap.servers": @brokers, "linger.ms": 5 } }
+      count.times { |i| producer.produce_async(topic: topic, key: "key-#{i % KEYS}", payload: PAYLOAD) }
+      producer.close
+    end
+
+    # @return [Array(Integer, Float, Float, Integer)] messages, seconds, CPU seconds, order violations
+    def cell(topic, partitions, mode, concurrency, ordering)
+      consumer = Sluice::Consumer.new do |config|
+        config.kafka = { "bootstrap.servers": @brokers, "group.id": "sluice-bench-parallel-#{SecureRandom.hex(4)}", "auto.offset.reset": "earliest" }
+        config.polling.mode = mode
+      end
+      consumer.assign(topic => Array.new(partitions) { |p| p })
+      counter = Counter.new(@opts[:messages], @opts[:seconds], consumer)
+      cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+      consumer.each_message(concurrency: concurrency, ordering: ordering) do |message|
+        counter.started(message)
+        sleep(SLEEP)
+        counter.finished
+      end
+      cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu
+      [counter.count, counter.seconds, cpu, counter.violations]
+    ensure
+      consumer&.close
+    end
+
+    # Counts finished blocks, stops the read at the limit, and checks each key's order as its blocks start.
+    class Counter
+      attr_reader :count, :violations
+
+      def initialize(limit, seconds, consumer)
+        @limit = limit
+        @consumer = consumer
+        @lock = Mutex.new
+        @count = 0
+        @violations = 0
+        @last = {}
+        @started = now
+        @deadline = @started + seconds
+      end
+
+      def started(message)
+        @lock.synchronize do
+          key = [message.partition, message.key]
+          previous = @last[key]
+          @violations += 1 if previous && message.offset < previous
+          @last[key] = message.offset
+        end
+      end
+
+      def finished
+        @lock.synchronize do
+          @count += 1
+          return unless @count >= @limit || now >= @deadline
+
+          @ended ||= now
+          @consumer.stop
+        end
+      end
+
+      def seconds = (@ended || now) - @started
+
+      private
+
+      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end
+
+if $PROGRAM_NAME == __FILE__
+  $stdout.sync = true # a row per cell as it ends (the run takes minutes)
+  opts = { messages: 100_000, seconds: 20, concurrency: [1, 16, 64, 256], orderings: %i[key partition], partitions: [1, 6], modes: [:fd],
+           write: true }
+  OptionParser.new do |o|
+    o.on("--messages N", Integer) { |v| opts[:messages] = v }
+    o.on("--seconds S", Float, "a cell's longest read") { |v| opts[:seconds] = v }
+    o.on("--concurrency LIST", Array) { |v| opts[:concurrency] = v.map { |c| Integer(c) } }
+    o.on("--orderings LIST", Array) { |v| opts[:orderings] = v.map(&:to_sym) }
+    o.on("--partitions LIST", Array) { |v| opts[:partitions] = v.map { |c| Integer(c) } }
+    o.on("--modes LIST", Array) { |v| opts[:modes] = v.map(&:to_sym) }
+    o.on("--no-write", "leave bench/RESULTS.md alone") { opts[:write] = false }
+  end.parse!
+  Bench::Parallel.new(opts).run
+end

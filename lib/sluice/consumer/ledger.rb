@@ -1,0 +1,200 @@
+# frozen_string_literal: true
+
+module Sluice
+  class Consumer
+    # Where each drained message is, and every move between those places: the
+    # hand-off invariant of Consumer::Inbox as a pure object (no broker, no
+    # threads, no clock), so that it can be tested by breaking in at every
+    # step, and shared by Sluice::Testing::Consumer.
+    #
+    # The invariant: a message taken from librdkafka is, at every instant, in
+    # exactly one of four places (buffered, lent, done, rewound), and an offset
+    # leaves through #storable! only when no message of its partition below it
+    # is buffered, lent or rewound. So the stored (and committed) offset of a
+    # partition never passes a message whose block has not finished, whatever
+    # order blocks finish in: the lowest unfinished offset rules.
+    #
+    # - buffered: drained, not handed out (#fill, #append; #lend takes the next);
+    # - lent: handed out, not finished (#lent, in the order lent);
+    # - done: finished (#finish), its offset not stored yet; held back while a
+    #   lower offset of its partition is lent (blocks running in parallel
+    #   finish out of order);
+    # - rewound: dropped (#drop, #rewound, #return_lent): librdkafka goes back to
+    #   it, the next owner reads it, or it is buffered again.
+    #
+    # Each move is written so that an interrupt between any two of its steps
+    # costs at most a message handed out twice or an offset stored later,
+    # never one skipped: a message is added to its new place before it leaves
+    # its old one, and an offset is forgotten before it would be stored.
+    class Ledger
+      # Nothing (shared, frozen).
+      EMPTY = [].freeze
+
+      # The lent messages in the order lent. Native::Handoff#poll pops the last
+      # one (just lent) as it returns it: the Array itself, not a copy.
+      # @return [Array<Message>]
+      attr_reader :lent
+
+      def initialize
+        @items = EMPTY
+        @at = 0
+        @lent = []
+        @done = []
+      end
+
+      # Something is buffered.
+      def buffered? = @at < @items.size
+
+      # How many items are buffered.
+      def buffered_size = @items.size - @at
+
+      # The next buffered item (a Message or a control item), or nil.
+      def peek = @items[@at]
+
+      # Passes the next item without lending it (a control item).
+      def pass = @at += 1
+
+      # Lends the next buffered item: lent, then out of the buffer (see #return_lent).
+      # @return [Message]
+      def lend
+        item = @items[@at]
+        @lent << item
+        @at += 1
+        item
+      end
+
+      # A new buffer, once the old one was handed out.
+      # @param items [Array] messages and control items, in the order drained
+      def fill(items)
+        @items = items
+        @at = 0
+      end
+
+      # One more item at the end of the buffer.
+      def append(item)
+        @items = @items[@at..] << item
+        @at = 0
+      end
+
+      # The application finished message: done, then no longer lent (an
+      # interrupt between the two leaves it in both: handed out again, and held
+      # back by itself meanwhile). A message no longer lent (its partition was
+      # revoked, or it was rewound) is not done: its offset is not ours to store.
+      # @return [Boolean] it was lent
+      def finish(message)
+        if @lent.last.equal?(message)
+          @done << message
+          @lent.pop
+        elsif (index = @lent.index { |lent| lent.equal?(message) })
+          @done << message
+          @lent.delete_at(index)
+        else
+          return false
+        end
+        true
+      end
+
+      # Something is done and not stored.
+      def done? = !@done.empty?
+
+      # Takes the done messages whose offsets may be stored now: those below
+      # the lowest lent offset of their partition. Forgotten here before the
+      # caller stores them: interrupted between the two, an offset is stored
+      # later (by a higher one), never too far.
+      # (After a seek back, offsets finished before it may thus be stored
+      # above those read since: they were finished, so none is skipped.)
+      # @return [Array<Message>] for each partition, in offset order
+      def storable!
+        return EMPTY if @done.empty?
+
+        if @lent.empty?
+          ready = @done
+          @done = []
+        else
+          floors = lowest(@lent)
+          ready, @done = @done.partition { |message| (floor = floors[partition_of(message)]).nil? || message.offset < floor }
+        end
+        ready.sort_by!(&:offset) # the last offset stored for a partition wins: the highest
+      end
+
+      # No longer lent, not finished: batches stored by their caller, messages
+      # a seek went back before.
+      def unlend(messages)
+        return @lent.clear if messages.size == @lent.size && messages.first.equal?(@lent.first) && messages.last.equal?(@lent.last)
+
+        gone = messages.to_h { |message| [message.__id__, true] }
+        @lent.reject! { |message| gone[message.__id__] }
+      end
+
+      # The messages were not finished and their partitions go back to their
+      # lowest offsets (a seek the caller makes): what is done at or above
+      # those is forgotten first (it is read again, so storing it would pass
+      # the rewound ones), then they are no longer lent.
+      # @return [Array<Array(String, Integer, Integer)>] each partition's lowest offset
+      def rewound(messages)
+        firsts = lowest(messages)
+        forget_done { |message| (floor = firsts[partition_of(message)]) && message.offset >= floor }
+        unlend(messages)
+        firsts.map { |(topic, partition), offset| [topic, partition, offset] }
+      end
+
+      # What is still lent when a read begins was not finished (an interrupt
+      # landed between the buffer and the application): back to the front of
+      # the buffer, in order. The last one may still be buffered too (lent,
+      # not yet out of the buffer). What is done above a returned message is
+      # forgotten: the returned one now holds its partition back from the
+      # buffer, where #storable! does not look, and a later offset stores it.
+      def return_lent
+        return if @lent.empty?
+
+        floors = lowest(@lent)
+        forget_done { |message| (floor = floors[partition_of(message)]) && message.offset > floor }
+        lent = @lent.slice!(0..)
+        lent.pop if @at < @items.size && lent.last.equal?(@items[@at])
+        @items = lent.concat(@items.drop(@at))
+        @at = 0
+      end
+
+      # Drops what is buffered for these partitions.
+      # @param partitions [Array<Array(String, Integer)>]
+      # @param lent [Boolean] what is lent and done too (a revoke: those
+      #   partitions are gone, their offsets are no longer ours to store)
+      # @return [Hash{Array(String, Integer) => Integer}] each partition's first
+      #   dropped offset (partitions with nothing dropped are left out)
+      def drop(partitions, lent: false)
+        gone = partitions.to_h { |topic, partition| [[topic, partition], true] }
+        if lent
+          forget_done { |message| gone[partition_of(message)] }
+          @lent.reject! { |message| gone[partition_of(message)] } unless @lent.empty?
+        end
+        return {} unless buffered?
+
+        firsts = {}
+        @items = @items[@at..].reject do |item|
+          next false unless item.is_a?(Message) && gone[pair = partition_of(item)]
+
+          firsts[pair] ||= item.offset
+        end
+        @at = 0
+        firsts
+      end
+
+      private
+
+      def partition_of(message) = [message.topic, message.partition]
+
+      # Each partition's lowest offset among messages.
+      def lowest(messages)
+        messages.each_with_object({}) do |message, floors|
+          pair = partition_of(message)
+          floor = floors[pair]
+          floors[pair] = message.offset if floor.nil? || message.offset < floor
+        end
+      end
+
+      def forget_done(&)
+        @done = @done.reject(&) unless @done.empty?
+      end
+    end
+  end
+end

@@ -1,0 +1,122 @@
+# frozen_string_literal: true
+
+module Sluice
+  class Consumer
+    # each_message(concurrency: N): the reader's side. The calling thread stays
+    # the Inbox's only reader: it takes messages while the bound allows, hands
+    # them to Workers, and applies what they finished to the Inbox
+    # (Inbox#processed), whose Ledger stores a partition's offset only below
+    # its lowest unfinished message.
+    #
+    # How a read ends, and what becomes of the blocks still running:
+    # - #stop (or close): no block starts after it; running ones are waited for
+    #   (at most finish_within) and their offsets stored; messages taken and
+    #   not started stay lent, handed out again by the next read;
+    # - a block raises: the same, then the messages not finished (that one,
+    #   those not started) are rewound (their partitions go back to them) and
+    #   the error is raised from each_message;
+    # - a revocation: before it is answered, no block starts and running ones
+    #   are waited for (at most finish_within), so their offsets are committed
+    #   before the partitions go; messages of the revoked partitions not started
+    #   are dropped, and a block that outlives the wait stores nothing;
+    # - an exception in the reader (Timeout, Thread#raise, Thread#kill, a
+    #   consumer error): running blocks are killed and nothing more is stored:
+    #   what was not finished is handed out again.
+    class ParallelReading
+      include Clock
+
+      # Longest wait for a message (ms) before the reader looks at what finished.
+      TAKE_WAIT = 50
+      # Offsets of finished blocks are stored at least this often (s), not on every message.
+      STORE_EVERY = 0.1
+
+      # @param rewind [#call] Consumer#rewind: partitions back to these messages
+      # @param instrument [#call] Consumer#instrument
+      def initialize(inbox:, rewind:, instrument:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:)
+        @inbox = inbox
+        @rewind = rewind
+        @instrument = instrument
+        @max_buffered = max_buffered
+        @max_buffered_bytes = max_buffered_bytes
+        @finish_within = finish_within / 1000.0
+        @work = { count: concurrency, ordering: ordering, block: block, stopped: inbox.method(:stopped?) }
+        @failure = nil
+        @stored_at = now
+      end
+
+      # Reads until #stop or a block's error; see the class comment for the end.
+      # (The threads start here, once the read is ours: a refused read leaves none behind.)
+      def run
+        @workers = Workers.new(**@work)
+        @inbox.workers = self
+        read
+        wind_down
+      ensure
+        @inbox.workers = nil
+        @workers&.stop
+      end
+
+      # Inbox: a revocation is about to be answered.
+      def before_revoke
+        running = @workers.running
+        @instrument.call("consumer.revoke_waiting", running: running) if running.positive?
+        @workers.settle(@finish_within)
+        apply_finished
+      end
+
+      # Inbox: a rebalance was answered; these partitions were given up.
+      def after_rebalance(given_up)
+        @workers.drop(given_up) unless given_up.empty?
+        @workers.release unless @failure
+      end
+
+      private
+
+      def read
+        until @failure || @inbox.stopped?
+          apply_finished
+          unless room?
+            @inbox.keepalive
+            next @workers.wait_for_finish(TAKE_WAIT / 1000.0)
+          end
+
+          message = @inbox.take(TAKE_WAIT)
+          @workers.add(message) if message
+        end
+      end
+
+      # The bound: a message larger than the byte bound still goes when nothing else waits.
+      def room?
+        size = @workers.size
+        size.zero? || (size < @max_buffered && @workers.bytes < @max_buffered_bytes)
+      end
+
+      def apply_finished
+        @workers.finished!.each do |finish|
+          if finish.error
+            @failure ||= finish
+          else
+            @inbox.processed(finish.message)
+          end
+        end
+        store_now if now - @stored_at >= STORE_EVERY
+      end
+
+      def store_now
+        @stored_at = now
+        @inbox.store_processed
+      end
+
+      def wind_down
+        @workers.settle(@finish_within)
+        apply_finished
+        store_now
+        return unless @failure
+
+        unfinished = @inbox.lease.dup
+        @rewind.call(unfinished) unless unfinished.empty?
+        raise @failure.error
+      end
+    end
+  end
+end

@@ -1,0 +1,163 @@
+# frozen_string_literal: true
+
+module Sluice
+  class Consumer
+    # The threads of a concurrent each_message: up to `count` blocks at once,
+    # started in the order Lanes allows, and the messages taken and not yet
+    # finished counted against a bound (messages and bytes).
+    #
+    # Workers never touch the consumer: a finished message (or the error its
+    # block raised) goes to #finished!, which the reader takes and applies to
+    # the Inbox. So the Inbox keeps one thread, the reader's, and a worker
+    # killed anywhere leaves nothing half-moved (its message stays lent: it is
+    # handed out again, and holds its partition's offset back meanwhile).
+    class Workers
+      # A block's end: error is nil when it returned.
+      Finish = Struct.new(:message, :error)
+      # How long (s) #stop waits for killed threads to end.
+      KILL_WAIT = 1.0
+
+      # @param stopped [#call] true once the read was stopped: nothing starts then
+      def initialize(count:, ordering:, block:, stopped:)
+        @lanes = Lanes.new(ordering)
+        @block = block
+        @read_stopped = stopped
+        @lock = Mutex.new
+        @work = ConditionVariable.new # a worker waits for a message it may start
+        @change = ConditionVariable.new # the reader waits for a block to end
+        @finished = []
+        @held = false # no block starts (an error, a revocation, the end of the read)
+        @running = 0
+        @size = 0 # taken, not finished: waiting or running
+        @bytes = 0
+        @threads = Array.new(count) do |i|
+          Thread.new do
+            Thread.current.name = "sluice.consumer-worker-#{i}"
+            serve
+          end
+        end
+      end
+
+      # Taken and not finished: how many, and their keys' and payloads' bytes.
+      attr_reader :size, :bytes
+
+      # Blocks running now.
+      def running = @lock.synchronize { @running }
+
+      # Queues a message (taken by the reader) for a worker.
+      def add(message)
+        @lock.synchronize do
+          @lanes.add(message)
+          @size += 1
+          @bytes += bytes_of(message)
+          @work.signal unless @held
+        end
+      end
+
+      # What ended since the last call, in the order it ended.
+      # @return [Array<Finish>]
+      def finished! = @lock.synchronize { @finished.slice!(0..) }
+
+      # Waits (at most seconds) until a block ends, unless one already did.
+      def wait_for_finish(seconds)
+        @lock.synchronize { @change.wait(@lock, seconds) if @finished.empty? }
+      end
+
+      # No block starts until #release; those running go on.
+      def hold = @lock.synchronize { @held = true }
+
+      # Blocks start again (after #hold).
+      def release
+        @lock.synchronize do
+          @held = false
+          @work.broadcast
+        end
+      end
+
+      # Waits (at most seconds) for every running block to end; holds first.
+      # @return [Boolean] none runs
+      def settle(seconds)
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+        @lock.synchronize do
+          @held = true
+          while @running.positive?
+            left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+            return false unless left.positive?
+
+            @change.wait(@lock, left)
+          end
+        end
+        true
+      end
+
+      # Messages not started on these partitions are forgotten (revoked).
+      def drop(partitions)
+        @lock.synchronize do
+          @lanes.drop(partitions).each { |message| forget(message) }
+        end
+      end
+
+      # Ends every thread: waiting ones at once, running ones by Thread#kill
+      # (their blocks are interrupted, as Timeout would interrupt a block),
+      # and waits for them to end, bounded: a block's ensure may not return.
+      def stop
+        @lock.synchronize do
+          @stopping = true
+          @work.broadcast
+        end
+        @threads.each(&:kill)
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + KILL_WAIT
+        @threads.each { |thread| thread.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max) }
+      end
+
+      private
+
+      def serve
+        while (message = next_message)
+          error = nil
+          begin
+            @block.call(message)
+          rescue Exception => e # rubocop:disable Lint/RescueException -- handed to the reader, which re-raises it
+            error = e
+          end
+          ended(message, error)
+        end
+      end
+
+      def next_message
+        @lock.synchronize do
+          loop do
+            return if @stopping
+
+            message = @lanes.start unless @held || @read_stopped.call
+            if message
+              @running += 1
+              return message
+            end
+            @work.wait(@lock)
+          end
+        end
+      end
+
+      # After an error nothing else starts: the read stops, as it does with one block at a time.
+      def ended(message, error)
+        @lock.synchronize do
+          @running -= 1
+          @lanes.finished(message)
+          forget(message)
+          @held = true if error
+          @finished << Finish.new(message, error)
+          @change.broadcast
+          @work.signal unless @held
+        end
+      end
+
+      def forget(message)
+        @size -= 1
+        @bytes -= bytes_of(message)
+      end
+
+      def bytes_of(message) = message.payload.to_s.bytesize + message.key.to_s.bytesize
+    end
+  end
+end

@@ -1,0 +1,348 @@
+# frozen_string_literal: true
+
+# each_message(concurrency: N, ordering: ...) against the real broker, in the
+# polling mode of the run: blocks run side by side in the order asked, the
+# offset committed never passes a message whose block has not finished, and
+# how a read ends (stop, close, a raising block, an interrupt, a revocation)
+# leaves nothing skipped. Synchronised on queues: a block waits for what the
+# example lets it do, never for time to pass.
+RSpec.describe "Consumer#each_message with concurrency", :kafka do
+  let(:topic) { "sluice-spec-parallel" }
+  let(:group) { "sluice-spec-parallel-#{rand(1 << 30)}" }
+  let(:producer) { build_producer }
+  let(:injected) { Class.new(StandardError) }
+
+  def build_consumer(group_id: group, **kafka) = super(group_id: group_id, "auto.offset.reset": "earliest", **kafka)
+
+  # Produces payloads (with keys, if given) to a partition; returns the first offset.
+  def produce(payloads, partition: 0, keys: nil)
+    reports = payloads.each_with_index.map do |payload, i|
+      producer.produce_async(topic: topic, partition: partition, payload: payload, key: keys&.fetch(i))
+    end
+    reports.map(&:wait).first.offset
+  end
+
+  # The group's committed offset of the partition (-1001: none), as its next member sees it.
+  def committed_offset(partition = 0)
+    consumer = build_consumer
+    consumer.assign(topic => [partition])
+    consumer.committed.fetch(topic).fetch(partition)
+  ensure
+    consumer.close
+  end
+
+  # A consumer of a fresh group on the partitions given, from those offsets,
+  # which the group commits first: a later member starts there, not at the
+  # topic's beginning, unless more was committed.
+  def reader(offsets)
+    consumer = build_consumer
+    consumer.commit(topic => offsets)
+    consumer.assign(topic => offsets)
+    consumer
+  end
+
+  # Reads in the calling thread what a new member of the group hands out, up to count messages.
+  def reread(count, partition: 0)
+    consumer = build_consumer
+    consumer.assign(topic => [partition])
+    seen = []
+    consumer.each_message do |message|
+      seen << message.offset
+      consumer.stop if seen.size >= count
+    end
+    consumer.close
+    seen
+  end
+
+  it "runs up to concurrency blocks at once" do
+    first = produce(Array.new(8) { |i| "m#{i}" })
+    consumer = reader(0 => first)
+    arrived = Queue.new
+    go = Queue.new
+    seen = Queue.new
+    thread = Thread.new do
+      consumer.each_message(concurrency: 4, ordering: :none) do |message|
+        arrived << message.offset
+        go.pop
+        seen << message.offset
+        consumer.stop if seen.size == 8
+      end
+    end
+    running = Array.new(4) { pop_within(arrived) }
+    expect(running.sort).to eq((first...(first + 4)).to_a)
+    8.times { go << true }
+    thread.join(30) or raise "each_message did not return"
+    expect(seen.size).to eq(8)
+  end
+
+  describe "ordering" do
+    # Each partition gets the keys in order. Key "slow"'s first block on
+    # partition 0 waits until `others` blocks of other keys finished; the
+    # log says when each block started and ended.
+    def run_keys(ordering, layout, others:)
+      firsts = layout.to_h { |p, keys| [p, produce(keys.each_with_index.map { |k, i| "#{k}-#{i}" }, partition: p, keys: keys)] }
+      consumer = reader(firsts)
+      log = Queue.new
+      others_done = Queue.new
+      total = layout.values.sum(&:size)
+      ended = 0
+      lock = Mutex.new
+      consumer.each_message(concurrency: 8, ordering: ordering) do |message|
+        log << [:start, message.partition, message.key, message.offset]
+        pop_within(others_done, 20) if message.key == "slow" && message.partition.zero? && message.offset == firsts[0]
+        log << [:end, message.partition, message.key, message.offset]
+        lock.synchronize do
+          ended += 1
+          others_done << true if message.key != "slow" && (others -= 1).zero?
+          consumer.stop if ended == total
+        end
+      end
+      Array.new(log.size) { log.pop }
+    end
+
+    def started_before_end(log, first, second)
+      log.index([:start, *second]) < log.index([:end, *first])
+    end
+
+    it ":key runs other keys past a slow one, and each key's messages in order" do
+      keys = %w[slow slow a b a b]
+      log = run_keys(:key, { 0 => keys }, others: 4)
+      slow_first = log.find { |event, _, key| event == :start && key == "slow" }[1..]
+      slow_second = log.select { |event, _, key| event == :start && key == "slow" }.last[1..]
+      expect(started_before_end(log, slow_first, slow_second)).to be(false)
+      others_ended = log.select { |event, _, key| event == :end && key != "slow" }
+      expect(others_ended.size).to eq(4)
+      expect(log.index([:end, *slow_first])).to be > log.index(others_ended.last)
+      %w[a b].each do |key|
+        starts = log.select { |event, _, k| event == :start && k == key }
+        starts.each_cons(2) { |before, after| expect(started_before_end(log, before[1..], after[1..])).to be(false) }
+      end
+    end
+
+    it ":partition waits for a partition's slow block, while another partition goes on" do
+      log = run_keys(:partition, { 0 => %w[slow a], 1 => %w[b c] }, others: 2)
+      slow = log.find { |event, partition, key| event == :start && key == "slow" && partition.zero? }[1..]
+      after_slow = log.find { |event, _, key| event == :start && key == "a" }[1..]
+      expect(started_before_end(log, slow, after_slow)).to be(false)
+      other_partition = log.select { |event, partition| event == :end && partition == 1 }
+      expect(other_partition.size).to eq(2)
+      expect(log.index(other_partition.last)).to be < log.index([:end, *slow])
+    end
+
+    it ":none starts a key's next message while the one before still runs" do
+      log = run_keys(:none, { 0 => %w[slow slow a] }, others: 1)
+      slow_first, slow_second = log.select { |event, _, key| event == :start && key == "slow" }.map { |entry| entry[1..] }
+      expect(started_before_end(log, slow_first, slow_second)).to be(true)
+    end
+  end
+
+  describe "offsets" do
+    it "commits nothing past a block that has not finished, however many after it finished" do
+      first = produce(Array.new(10) { |i| "m#{i}" })
+      consumer = reader(0 => first)
+      later_done = Queue.new
+      finished = 0
+      lock = Mutex.new
+      consumer.each_message(concurrency: 4, ordering: :none, finish_within: 0) do |message|
+        if message.offset == first
+          pop_within(later_done, 20) # until the nine after it finished
+          consumer.stop
+          Thread.stop # still running when the read ends: abandoned
+        end
+        lock.synchronize { later_done << true if (finished += 1) == 9 }
+      end
+      consumer.close
+      expect(committed_offset).to eq(first) # nothing past the first message: it is not done
+      expect(reread(10).first).to eq(first)
+    end
+
+    it "commits past every message once all finished, in whatever order" do
+      first = produce(Array.new(10) { |i| "m#{i}" })
+      consumer = reader(0 => first)
+      later_done = Queue.new
+      finished = 0
+      lock = Mutex.new
+      consumer.each_message(concurrency: 4, ordering: :none) do |message|
+        pop_within(later_done, 20) if message.offset == first
+        lock.synchronize do
+          finished += 1
+          later_done << true if finished == 9
+          consumer.stop if finished == 10
+        end
+      end
+      consumer.close
+      expect(committed_offset).to eq(first + 10)
+    end
+  end
+
+  describe "how a read ends" do
+    it "a raising block: running siblings finish, the error is raised, and the read goes back to the failed message" do
+      first = produce(Array.new(10) { |i| "m#{i}" })
+      consumer = reader(0 => first)
+      failing = first + 3
+      siblings_started = Queue.new
+      raised = Queue.new
+      started = Queue.new
+      expect do
+        consumer.each_message(concurrency: 4, ordering: :none) do |message|
+          started << message.offset
+          if message.offset == failing
+            3.times { pop_within(siblings_started, 20) }
+            raised << true
+            raise injected, "boom"
+          end
+          next unless message.offset > failing
+
+          siblings_started << message.offset
+          pop_within(raised, 20)
+          raised << true # for the next sibling
+        end
+      end.to raise_error(injected, "boom")
+      started_offsets = Array.new(started.size) { started.pop }
+      expect(started_offsets.sort).to eq((first..(first + 6)).to_a) # nothing started after the error
+      again = []
+      consumer.each_message do |message|
+        again << message.offset
+        consumer.stop if again.size == 2
+      end
+      expect(again).to eq([failing, failing + 1]) # its siblings' offsets were not stored past it: read again
+      consumer.close
+    end
+
+    it "#stop from another thread: running blocks finish and are stored, what did not start is read again" do
+      first = produce(Array.new(10) { |i| "m#{i}" })
+      consumer = reader(0 => first)
+      running = Queue.new
+      go = Queue.new
+      thread = Thread.new do
+        consumer.each_message(concurrency: 2, ordering: :none, max_buffered: 4) do |message|
+          running << message.offset
+          go.pop
+        end
+      end
+      2.times { pop_within(running) }
+      consumer.stop
+      2.times { go << true }
+      thread.join(30) or raise "each_message did not return"
+      expect(running.size).to eq(0) # nothing started after the stop
+      consumer.close
+      expect(committed_offset).to eq(first + 2)
+    end
+
+    it "close from another thread waits for running blocks, then commits them" do
+      first = produce(Array.new(4) { |i| "m#{i}" })
+      consumer = reader(0 => first)
+      running = Queue.new
+      go = Queue.new
+      thread = Thread.new do
+        consumer.each_message(concurrency: 2, ordering: :none, max_buffered: 2) do |message|
+          running << message.offset
+          go.pop
+        end
+      end
+      2.times { pop_within(running) }
+      closer = Thread.new { consumer.close }
+      Thread.pass until closer.stop? # close stopped the read and waits for the reader (no block starts now)
+      2.times { go << true }
+      closer.join(30) or raise "close did not return"
+      thread.join(30) or raise "each_message did not return"
+      expect(running.size).to eq(0)
+      expect(reread(1).first).to eq(first + 2)
+    end
+
+    # Timeout fires at its time (the blocks may or may not have started by
+    # then: either way nothing may be stored past them); Thread#raise and
+    # Thread#kill land once four blocks run.
+    %i[timeout raise kill].each do |interrupt|
+      it "an interrupt in the reader (#{interrupt}) ends running blocks and stores nothing past them" do
+        first = produce(Array.new(10) { |i| "m#{i}" })
+        consumer = reader(0 => first)
+        running = Queue.new
+        interrupted = Class.new(StandardError)
+        reader_thread = Thread.new do
+          read = lambda do
+            consumer.each_message(concurrency: 4, ordering: :none) do |message|
+              running << message.offset
+              Thread.stop unless message.offset == first + 1 # only the second one finishes
+            end
+          end
+          interrupt == :timeout ? Timeout.timeout(2, interrupted) { read.call } : read.call
+        rescue interrupted
+          nil
+        end
+        unless interrupt == :timeout
+          4.times { pop_within(running) }
+          interrupt == :kill ? reader_thread.kill : reader_thread.raise(interrupted)
+        end
+        reader_thread.join(30) or raise "the reader did not end"
+        expect(Thread.list.select(&:alive?).map(&:name)).not_to include(/\Asluice\.consumer-worker/)
+        consumer.close
+        expect(committed_offset).to eq(first)
+        expect(reread(2)).to eq([first, first + 1])
+      end
+    end
+  end
+
+  # Two members of one group (eager range assignment): the second one's join
+  # revokes the first one's partitions while four of its blocks run.
+  describe "a revocation" do
+    def run_revocation(finish_within)
+      firsts = (0..2).to_h { |p| [p, produce(Array.new(4) { |i| "p#{p}-#{i}" }, partition: p)] }
+      first_member = build_consumer
+      first_member.commit(topic => firsts)
+      first_member.subscribe(topic)
+      events = record_events(first_member.monitor, "consumer.revoke_waiting", "consumer.partitions_revoked")
+      seen = []
+      lock = Mutex.new
+      all_seen = Queue.new
+      held = Queue.new
+      release = Queue.new
+      held_count = 0
+      record = lambda do |message|
+        lock.synchronize do
+          seen << [message.partition, message.offset]
+          all_seen << true if seen.uniq.size == 12
+        end
+      end
+      first_thread = Thread.new do
+        first_member.each_message(concurrency: 4, ordering: :none, max_buffered: 4, finish_within: finish_within) do |message|
+          hold = lock.synchronize { (held_count += 1) <= 4 }
+          if hold
+            held << message
+            release.pop
+          end
+          record.call(message)
+        end
+      end
+      4.times { pop_within(held, 20) }
+      second_member = build_consumer
+      second_member.subscribe(topic)
+      second_thread = Thread.new { second_member.each_message { |message| record.call(message) } }
+      yield events
+      4.times { release << true }
+      pop_within(all_seen, 60)
+      [first_member, second_member].each(&:stop)
+      [first_thread, second_thread].each { |thread| thread.join(30) or raise "a member did not stop" }
+      lock.synchronize { seen.dup }
+    end
+
+    it "waits for running blocks before answering: their offsets are committed, nobody reads them again" do
+      seen = run_revocation(20_000) { |events| events.await(20) { |event| event.id == "consumer.revoke_waiting" } }
+      expect(seen.uniq.size).to eq(12)
+      expect(seen.size - seen.uniq.size).to eq(0)
+    end
+
+    it "with finish_within 0 leaves them: their late finishes store nothing, their messages are read again" do
+      seen = run_revocation(0) { |events| events.await(20) { |event| event.id == "consumer.partitions_revoked" } }
+      expect(seen.uniq.size).to eq(12)
+      expect(seen.size - seen.uniq.size).to be >= 4
+    end
+  end
+
+  it "refuses settings out of range" do
+    consumer = reader(0 => 0)
+    expect { consumer.each_message(concurrency: 0) { nil } }.to raise_error(ArgumentError, /concurrency must be a positive Integer/)
+    expect { consumer.each_message(concurrency: 2, ordering: :fifo) { nil } }.to raise_error(ArgumentError, /ordering is one of/)
+    expect { consumer.each_message(concurrency: 4, max_buffered: 2) { nil } }.to raise_error(ArgumentError, /at least concurrency/)
+  end
+end

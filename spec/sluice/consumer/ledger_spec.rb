@@ -1,0 +1,227 @@
+# frozen_string_literal: true
+
+# Consumer::Ledger: the hand-off invariant as a pure object. Every example
+# checks the two halves of it on what the application saw: an offset stored
+# never passes a message not finished (safe), and a message drained is
+# finished, still in the ledger, or given back to be read again (nothing
+# skipped).
+RSpec.describe Sluice::Consumer::Ledger do
+  subject(:ledger) { described_class.new }
+
+  def message(offset, partition: 0, topic: "t") = Sluice::Message.new(topic, partition, offset, nil, "m#{offset}", 0, nil)
+
+  def drained(offsets, partition: 0) = offsets.map { |offset| message(offset, partition: partition) }
+
+  # Stored offsets per partition (the offset after the last message stored), as store_offsets would keep them.
+  def store(stored, messages) = messages.each { |m| stored[[m.topic, m.partition]] = m.offset + 1 }
+
+  def lend_all = Array.new(ledger.buffered_size) { ledger.lend }
+
+  it "lends buffered messages in order and stores each offset once finished" do
+    ledger.fill(drained(0..2))
+    first = ledger.lend
+    second = ledger.lend
+    expect(ledger.lent).to eq([first, second])
+    expect(ledger.finish(first)).to be(true)
+    expect(ledger.storable!.map(&:offset)).to eq([0])
+    expect(ledger.lent).to eq([second])
+    expect(ledger.buffered_size).to eq(1)
+  end
+
+  it "passes control items without lending them" do
+    ledger.fill([[:rebalance], message(0)])
+    expect(ledger.peek).to eq([:rebalance])
+    ledger.pass
+    expect(ledger.lend.offset).to eq(0)
+    expect(ledger.buffered?).to be(false)
+  end
+
+  describe "out-of-order completion" do
+    it "holds a finished offset back while a lower one of its partition is lent" do
+      ledger.fill(drained(0..3))
+      m0, m1, m2, m3 = lend_all
+      ledger.finish(m2)
+      ledger.finish(m3)
+      expect(ledger.storable!).to be_empty
+      ledger.finish(m1)
+      expect(ledger.storable!).to be_empty
+      ledger.finish(m0)
+      expect(ledger.storable!.map(&:offset)).to eq([0, 1, 2, 3])
+    end
+
+    it "lets a partition's offsets go while another partition's lower offset is lent" do
+      ledger.fill(drained([5], partition: 0) + drained([0], partition: 1))
+      slow, fast = lend_all
+      ledger.finish(fast)
+      expect(ledger.storable!).to eq([fast])
+      expect(ledger.lent).to eq([slow])
+    end
+
+    it "hands out ready offsets in offset order, so the last one stored is the highest" do
+      ledger.fill(drained(0..4))
+      messages = lend_all
+      [3, 1, 4, 2].each { |i| ledger.finish(messages[i]) }
+      ledger.finish(messages[0])
+      expect(ledger.storable!.map(&:offset)).to eq([0, 1, 2, 3, 4])
+    end
+
+    it "never stores past an unfinished message, whatever order 200 random completions come in" do
+      random = Random.new(RSpec.configuration.seed)
+      50.times do
+        ledger = described_class.new
+        stored = {}
+        finished = {}
+        ledger.fill(Array.new(3) { |p| drained(0...20, partition: p) }.flatten.shuffle(random: random).sort_by(&:offset))
+        lent = Array.new(60) { ledger.lend }
+        lent.shuffle(random: random).each do |m|
+          ledger.finish(m)
+          finished[[m.partition, m.offset]] = true
+          store(stored, ledger.storable!)
+          stored.each do |(_, partition), offset|
+            expect((0...offset).all? { |o| finished[[partition, o]] }).to be(true)
+          end
+        end
+        expect(stored.values).to eq([20, 20, 20])
+      end
+    end
+  end
+
+  describe "a revocation mid-flight" do
+    it "forgets what is lent and done on the revoked partitions; a late finish there stores nothing" do
+      ledger.fill(drained(0..2, partition: 0) + drained(0..1, partition: 1))
+      p0a, p0b, = lend_all
+      ledger.finish(p0b) # held back by p0a
+      firsts = ledger.drop([["t", 0]], lent: true)
+      expect(firsts).to eq({})
+      expect(ledger.lent.map(&:partition)).to eq([1, 1])
+      expect(ledger.finish(p0a)).to be(false)
+      expect(ledger.storable!).to be_empty
+    end
+
+    it "drops what is buffered on the revoked partitions and says where each began" do
+      ledger.fill(drained(0..3, partition: 0) + drained(0..1, partition: 1))
+      ledger.lend
+      expect(ledger.drop([["t", 0]], lent: true)).to eq(["t", 0] => 1)
+      expect(lend_all.map { |m| [m.partition, m.offset] }).to eq([[1, 0], [1, 1]])
+    end
+  end
+
+  describe "a seek" do
+    it "drops the partition's buffered messages but keeps what is lent (it finishes)" do
+      ledger.fill(drained(0..3))
+      lent = ledger.lend
+      expect(ledger.drop([["t", 0]])).to eq(["t", 0] => 1)
+      ledger.finish(lent)
+      expect(ledger.storable!).to eq([lent])
+    end
+
+    it "rewound: what is done above the rewound messages is forgotten, so it is not stored past them" do
+      ledger.fill(drained(0..3))
+      m0, m1, m2, m3 = lend_all
+      ledger.finish(m2)
+      expect(ledger.rewound([m1, m3])).to eq([["t", 0, 1]])
+      expect(ledger.lent).to eq([m0])
+      ledger.finish(m0)
+      expect(ledger.storable!).to eq([m0])
+      expect(ledger.done?).to be(false)
+    end
+  end
+
+  describe "a read that ends early (an interrupt, a stop)" do
+    it "puts what is lent back at the front of the buffer, in order" do
+      ledger.fill(drained(0..3))
+      lend_all.first(2) # 0..3 lent
+      ledger.return_lent
+      expect(ledger.lent).to be_empty
+      expect(lend_all.map(&:offset)).to eq([0, 1, 2, 3])
+    end
+
+    it "forgets what is done above a returned message: the buffer holds it back now" do
+      ledger.fill(drained(0..2))
+      m0, m1, m2 = lend_all
+      ledger.finish(m1)
+      ledger.return_lent
+      expect(ledger.storable!).to be_empty
+      again = lend_all
+      expect(again).to eq([m0, m2])
+      again.each { |m| ledger.finish(m) }
+      expect(ledger.storable!.map(&:offset)).to eq([0, 2])
+    end
+
+    it "hands a message lent and not yet out of the buffer out once, not twice" do
+      m0, m1 = drained(0..1)
+      ledger.fill([m0, m1])
+      ledger.lent << m0 # lend's first step only: an interrupt before the buffer moved on
+      ledger.return_lent
+      expect(lend_all).to eq([m0, m1])
+    end
+  end
+
+  # An interrupt may land after any step of #lend and #finish (the two moves
+  # made without a mask): raised after each C call they make, the state left
+  # behind must still skip nothing and store nothing unfinished.
+  describe "an interrupt between any two steps of lend and finish" do
+    let(:interrupt) { Class.new(StandardError) }
+
+    # Runs the block with an interrupt raised at its nth C return. @return [Boolean] it was raised
+    def interrupting_after(nth, &block)
+      count = 0
+      trace = TracePoint.new(:c_return) { raise interrupt if (count += 1) == nth }
+      trace.enable(target_thread: Thread.current, &block)
+      false
+    rescue interrupt
+      true
+    end
+
+    # Reads everything left after the interrupt the way the next read would.
+    def finish_reading(ledger, finished, stored)
+      ledger.return_lent
+      Array.new(ledger.buffered_size) { ledger.lend }.each do |m|
+        ledger.finish(m)
+        finished[m.offset] = true
+      end
+      store(stored, ledger.storable!)
+    end
+
+    it "lend: nothing skipped, wherever it is interrupted" do
+      steps = 0
+      (1..).each do |nth|
+        ledger = described_class.new
+        ledger.fill(drained(0..2))
+        break unless interrupting_after(nth) { ledger.lend }
+
+        steps += 1
+        finished = {}
+        stored = {}
+        finish_reading(ledger, finished, stored)
+        expect(finished.keys.sort).to eq([0, 1, 2])
+        expect(stored).to eq(["t", 0] => 3)
+      end
+      expect(steps).to be >= 2
+    end
+
+    it "finish out of order: nothing stored unfinished, nothing skipped, wherever it is interrupted" do
+      steps = 0
+      (1..).each do |nth|
+        ledger = described_class.new
+        ledger.fill(drained(0..2))
+        m0, m1, = Array.new(3) { ledger.lend }
+        finished = { 1 => true } # m1's block returned; the interrupt lands in its bookkeeping
+        stored = {}
+        break unless interrupting_after(nth) { ledger.finish(m1) }
+
+        steps += 1
+        store(stored, ledger.storable!)
+        expect(stored).to be_empty # m0 is still lent
+        ledger.finish(m0)
+        finished[0] = true
+        store(stored, ledger.storable!)
+        expect(stored.fetch(["t", 0])).to be_between(1, 2) # never past m2, still lent
+        finish_reading(ledger, finished, stored)
+        expect(finished.keys.sort).to eq([0, 1, 2])
+        expect(stored).to eq(["t", 0] => 3)
+      end
+      expect(steps).to be >= 2
+    end
+  end
+end
