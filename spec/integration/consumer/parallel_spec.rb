@@ -283,59 +283,76 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
     end
   end
 
-  # Two members of one group (eager range assignment): the second one's join
-  # revokes the first one's partitions while four of its blocks run.
+  # Two members of one group: the second one's join revokes some of the
+  # first one's partitions (all of them under the classic protocol's eager
+  # range assignment, some under KIP-848's incremental one) while a block
+  # runs on each: the first message of each of the three partitions is held
+  # until the example lets it go.
   describe "a revocation" do
+    # Yields the first member's events, the queue that lets the held blocks
+    # go, the queue of [partition, offset] of every block either member ran
+    # (as they finish), and each partition's first offset.
     def run_revocation(finish_within)
       firsts = (0..2).to_h { |p| [p, produce(Array.new(4) { |i| "p#{p}-#{i}" }, partition: p)] }
-      first_member = build_consumer
-      first_member.commit(topic => firsts)
-      first_member.subscribe(topic)
-      events = record_events(first_member.monitor, "consumer.revoke_waiting", "consumer.partitions_revoked")
-      seen = []
-      lock = Mutex.new
-      all_seen = Queue.new
+      members = [build_consumer, build_consumer]
+      members.first.commit(topic => firsts)
+      members.first.subscribe(topic)
+      events = record_events(members.first.monitor, "consumer.revoke_waiting", "consumer.partitions_revoked")
+      arrivals = Queue.new
       held = Queue.new
       release = Queue.new
-      held_count = 0
-      record = lambda do |message|
-        lock.synchronize do
-          seen << [message.partition, message.offset]
-          all_seen << true if seen.uniq.size == 12
-        end
-      end
-      first_thread = Thread.new do
-        first_member.each_message(concurrency: 4, ordering: :none, max_buffered: 4, finish_within: finish_within) do |message|
-          hold = lock.synchronize { (held_count += 1) <= 4 }
-          if hold
+      held_partitions = Set.new
+      lock = Mutex.new
+      threads = [Thread.new do
+        members.first.each_message(concurrency: 4, ordering: :none, max_buffered: 4, finish_within: finish_within) do |message|
+          # Once per partition: its first message, not when it is read again.
+          if lock.synchronize { message.offset == firsts[message.partition] && held_partitions.add?(message.partition) }
             held << message
             release.pop
           end
-          record.call(message)
+          arrivals << [message.partition, message.offset]
         end
-      end
-      4.times { pop_within(held, 20) }
-      second_member = build_consumer
-      second_member.subscribe(topic)
-      second_thread = Thread.new { second_member.each_message { |message| record.call(message) } }
-      yield events
-      4.times { release << true }
-      pop_within(all_seen, 60)
-      [first_member, second_member].each(&:stop)
-      [first_thread, second_thread].each { |thread| thread.join(30) or raise "a member did not stop" }
-      lock.synchronize { seen.dup }
+      end]
+      3.times { pop_within(held, 20) }
+      members.last.subscribe(topic) # joins now: the group rebalances
+      threads << Thread.new { members.last.each_message { |message| arrivals << [message.partition, message.offset] } }
+      yield events, release, arrivals, firsts
+    ensure
+      members&.each(&:stop)
+      threads&.each { |thread| thread.join(30) or raise "a member did not stop" }
+    end
+
+    def revoked_partitions(events) = events.await(20) { |event| event.id == "consumer.partitions_revoked" }[:partitions].fetch(topic)
+
+    # Arrivals until the block accepts what arrived (each next one within 60 s).
+    def collect(arrivals)
+      seen = []
+      seen << pop_within(arrivals, 60) until yield(seen)
+      seen
     end
 
     it "waits for running blocks before answering: their offsets are committed, nobody reads them again" do
-      seen = run_revocation(20_000) { |events| events.await(20) { |event| event.id == "consumer.revoke_waiting" } }
-      expect(seen.uniq.size).to eq(12)
-      expect(seen.size - seen.uniq.size).to eq(0)
+      run_revocation(20_000) do |events, release, arrivals, firsts|
+        events.await(20) { |event| event.id == "consumer.revoke_waiting" }
+        3.times { release << true }
+        revoked = revoked_partitions(events)
+        expect(revoked).not_to be_empty
+        # Committed before the revocation was answered: past each held message.
+        expect(revoked.to_h { |p| [p, committed_offset(p)] }).to all(satisfy { |p, offset| offset > firsts[p] })
+        seen = collect(arrivals) { |so_far| so_far.uniq.size == 12 }
+        expect(seen.size - seen.uniq.size).to eq(0)
+      end
     end
 
     it "with finish_within 0 leaves them: their late finishes store nothing, their messages are read again" do
-      seen = run_revocation(0) { |events| events.await(20) { |event| event.id == "consumer.partitions_revoked" } }
-      expect(seen.uniq.size).to eq(12)
-      expect(seen.size - seen.uniq.size).to be >= 4
+      run_revocation(0) do |events, release, arrivals, firsts|
+        revoked = revoked_partitions(events) # answered while the held blocks run
+        expect(revoked).not_to be_empty
+        3.times { release << true }
+        # Each revoked partition's held message: finished late by the first member, read again by its next owner.
+        seen = collect(arrivals) { |so_far| so_far.uniq.size == 12 && revoked.all? { |p| so_far.count([p, firsts[p]]) >= 2 } }
+        expect(seen.uniq.size).to eq(12)
+      end
     end
   end
 
