@@ -86,8 +86,9 @@ module Sluice
     end
 
     # Adds a listener. It runs on the thread that fires the event: for
-    # deliveries, errors and statistics the polling thread, which in :fd mode
-    # serves every client meanwhile, so keep it short.
+    # deliveries and errors the polling thread, which in :fd mode serves
+    # every client meanwhile, so keep it short; for statistics the process's
+    # statistics thread (Polling::StatisticsThread).
     # @overload subscribe(event_name, &block)
     #   @param event_name [String] one of EVENTS
     #   @yieldparam event [Event]

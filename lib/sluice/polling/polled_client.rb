@@ -136,9 +136,19 @@ module Sluice
       def close!
         @closed = true
         @monitor.forget_deferred(self)
+        StatisticsThread.instance.forget(self)
       end
 
       def closed? = @closed
+
+      # StatisticsThread: one emission, parsed, with its deltas, to the listeners.
+      # (Only that thread calls it, so the decorator's previous emission is its alone.)
+      # @param json [String] librdkafka's statistics
+      def announce_statistics(json)
+        instrument("statistics.emitted", statistics: @statistics.call(JSON.parse(json)))
+      rescue JSON::ParserError => e
+        instrument("error.occurred", type: "statistics.parse_error", error: e)
+      end
 
       # Fires an event of this client's monitor, with the client's id in the payload.
       def instrument(name, payload = {})
@@ -320,10 +330,10 @@ module Sluice
         instrument("error.occurred", type: "consumer.commit_error", error: error) if error
       end
 
+      # Parsed and announced on StatisticsThread, not here: a large emission
+      # must not hold up the poller's other clients. No listener, no parse.
       def statistics(json)
-        return unless @monitor.listening?("statistics.emitted")
-
-        instrument("statistics.emitted", statistics: @statistics.call(JSON.parse(json)))
+        StatisticsThread.instance.push(self, json) if @monitor.listening?("statistics.emitted")
       end
 
       # Without a listener the request waits for the first one to subscribe

@@ -92,6 +92,30 @@ RSpec.describe "Polling in the mode under test", :kafka do
       expect(payload[:statistics]).to include("type" => "producer", "name" => a_kind_of(String))
       expect(poller.stats[:wakeups] - wakeups_before).to be >= 20 if TestKafka::MODE == :fd
     end
+
+    # Parsed and announced on their own thread (Polling::StatisticsThread):
+    # in :fd mode a listener on the poller would hold up every client of it.
+    it "runs statistics.emitted listeners off the polling threads: one that waits holds up no delivery" do
+      entered = Queue.new
+      release = Queue.new
+      monitor = Sluice::Monitor.new
+      waited = false
+      monitor.subscribe("statistics.emitted") do
+        next if waited
+
+        waited = true
+        entered << Thread.current.name
+        release.pop
+      end
+      stats_producer = build_producer(kafka: { "statistics.interval.ms": 100 }, monitor: monitor, max_wait_timeout: 5_000)
+      other = build_producer(max_wait_timeout: 5_000)
+      expect(pop_within(entered, what: "statistics.emitted")).to eq(Sluice::Polling::StatisticsThread::NAME)
+      # Both delivered while the listener waits (the poller serves them meanwhile), newer emissions replace the waiting one.
+      expect([stats_producer, other].map { |producer| producer.produce_sync(topic: topic, payload: "while stats wait").error }).to eq([nil, nil])
+      expect(Sluice::Polling::StatisticsThread.instance.waiting).to be <= 2
+    ensure
+      release << true
+    end
   end
 
   # Listeners run on the polling thread (the shared poller in :fd mode): a
