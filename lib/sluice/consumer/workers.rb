@@ -2,9 +2,10 @@
 
 module Sluice
   class Consumer
-    # The threads of a concurrent each_message: up to `count` blocks at once,
+    # The workers of a concurrent each_message: up to `count` blocks at once,
     # started in the order Lanes allows, and the messages taken and not yet
-    # finished counted against a bound (messages and bytes).
+    # finished counted against a bound (messages and bytes). The workers are
+    # threads of their own (ThreadPool).
     #
     # Workers never touch the consumer: a finished message (or the error its
     # block raised) goes to #finished!, which the reader takes and applies to
@@ -30,12 +31,7 @@ module Sluice
         @running = 0
         @size = 0 # taken, not finished: waiting or running
         @bytes = 0
-        @threads = Array.new(count) do |i|
-          Thread.new do
-            Thread.current.name = "sluice.consumer-worker-#{i}"
-            serve
-          end
-        end
+        @pool = ThreadPool.new(count) { serve }
       end
 
       # Taken and not finished: how many, and their keys' and payloads' bytes.
@@ -97,7 +93,7 @@ module Sluice
         end
       end
 
-      # Ends every thread: waiting ones at once, running ones by Thread#kill
+      # Ends every worker: waiting ones at once, running ones by Thread#kill
       # (their blocks are interrupted, as Timeout would interrupt a block),
       # and waits for them to end, bounded: a block's ensure may not return.
       def stop
@@ -105,9 +101,7 @@ module Sluice
           @stopping = true
           @work.broadcast
         end
-        @threads.each(&:kill)
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + KILL_WAIT
-        @threads.each { |thread| thread.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max) }
+        @pool.stop(KILL_WAIT)
       end
 
       private
