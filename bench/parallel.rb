@@ -4,16 +4,18 @@
 # that sleeps 10 ms (an I/O wait), over 100,000 messages with 1,000 distinct
 # keys, on a 1-partition and a 6-partition topic. Prints messages per second,
 # CPU per message (this process's, all threads) and per-key order
-# violations, for each concurrency, ordering and polling mode asked, beside
-# concurrency 1 in the same run. A cell stops after --messages or
-# --seconds, whichever comes first (concurrency 1 at 10 ms a message would
-# take 17 minutes for 100,000): its rate is over what it read. Writes the
-# "parallel" block of bench/RESULTS.md (bin/bench keeps it) unless --no-write.
+# violations, for each concurrency, ordering, polling mode and kind of
+# worker asked, beside concurrency 1 in the same run: threads (each_message
+# called from a plain thread) and fibers (called inside Async { }, Debian's
+# async 1.30: the blocks are fibers of its scheduler, their sleep a timer of
+# it). A cell stops after --messages or --seconds, whichever comes first
+# (concurrency 1 at 10 ms a message would take 17 minutes for 100,000): its
+# rate is over what it read. Writes the "parallel" block of bench/RESULTS.md
+# (bin/bench keeps it) unless --no-write.
 #
 #   ruby bench/parallel.rb [--messages 100000] [--seconds 20] [--concurrency 1,16,64,256]
-#                          [--orderings key,partition] [--partitions 1,6] [--modes fd] [--no-write]
-#
-# Fibers (Async) are not measured: concurrent blocks run on threads only (README, "Parallel consumption").
+#                          [--orderings key,partition] [--partitions 1,6] [--modes fd]
+#                          [--workers threads,fibers] [--no-write]
 
 require "optparse"
 require "securerandom"
@@ -21,6 +23,7 @@ require "etc"
 require_relative "environment"
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "sluice"
+require "async"
 
 module Bench
   class Parallel
@@ -39,14 +42,14 @@ module Bench
 
     def run
       puts title
-      puts format("%-4s %-10s %-6s %5s %9s %9s %10s %8s %10s", "mode", "ordering", "parts", "conc", "messages", "seconds", "msg/s",
-                  "µs CPU", "violations")
+      puts format("%-4s %-7s %-10s %-6s %5s %9s %9s %10s %8s %10s", "mode", "workers", "ordering", "parts", "conc", "messages", "seconds",
+                  "msg/s", "µs CPU", "violations")
       @opts[:partitions].each do |partitions|
         topic = prepare(partitions)
         @opts[:modes].each do |mode|
           @opts[:orderings].each do |ordering|
-            @opts[:concurrency].each do |concurrency|
-              row(mode, ordering, partitions, concurrency, cell(topic, partitions, mode, concurrency, ordering))
+            @opts[:concurrency].product(@opts[:workers]) do |concurrency, workers|
+              row(mode, workers, ordering, partitions, concurrency, cell(topic, partitions, mode, workers, concurrency, ordering))
             end
           end
         end
@@ -62,10 +65,10 @@ module Bench
     end
 
     def markdown
-      rows = @rows.map do |mode, ordering, partitions, concurrency, (count, seconds, cpu, violations)|
+      rows = @rows.map do |mode, workers, ordering, partitions, concurrency, (count, seconds, cpu, violations)|
         rate = count / seconds
         goal = rate >= concurrency / SLEEP * 0.8 ? " ✓" : ""
-        "| #{mode} | :#{ordering} | #{partitions} | #{concurrency} | #{count} | #{seconds.round(1)} | #{rate.round}#{goal} | " \
+        "| #{mode} | #{workers} | :#{ordering} | #{partitions} | #{concurrency} | #{count} | #{seconds.round(1)} | #{rate.round}#{goal} | " \
           "#{(cpu * 1e6 / count).round} | #{violations} |"
       end
       <<~MD
@@ -74,21 +77,22 @@ module Bench
         #{title}. `bin/bench parallel` (bench/parallel.rb), #{Time.now.utc.strftime("%Y-%m-%d")}, #{machine[:cpu]}, Kafka #{machine[:kafka]}.
         A cell reads until #{@opts[:messages]} messages or #{@opts[:seconds].round} s; msg/s is over what it read; CPU is the
         process's (every thread) per message; violations: a key's message started before an earlier one of it. ✓: at least
-        80% of concurrency / 10 ms. Threads only (fibers are not built yet). The reader takes messages in the order
-        librdkafka hands them over, a fetch batch of one partition after another: under `:partition` the bound fills
-        with one partition's messages and the others wait (README, "Parallel consumption").
+        80% of concurrency / 10 ms. workers: `threads`, each_message called from a plain thread; `fibers`, called inside
+        `Async { }` (async #{Async::VERSION}), the blocks fibers of its scheduler in the reader's thread. The reader takes
+        messages in the order librdkafka hands them over, a fetch batch of one partition after another: under `:partition`
+        the bound fills with one partition's messages and the others wait (README, "Parallel consumption").
 
-        | mode | ordering | partitions | concurrency | messages | s | msg/s | µs CPU/msg | violations |
-        |---|---|---|---|---|---|---|---|---|
+        | mode | workers | ordering | partitions | concurrency | messages | s | msg/s | µs CPU/msg | violations |
+        |---|---|---|---|---|---|---|---|---|---|
         #{rows.join("\n")}
       MD
     end
 
-    def row(mode, ordering, partitions, concurrency, result)
-      @rows << [mode, ordering, partitions, concurrency, result]
+    def row(mode, workers, ordering, partitions, concurrency, result)
+      @rows << [mode, workers, ordering, partitions, concurrency, result]
       count, seconds, cpu, violations = result
-      puts format("%-4s %-10s %-6d %5d %9d %9.1f %10.0f %8.0f %10d", mode, ordering, partitions, concurrency, count, seconds, count / seconds,
-                  cpu * 1e6 / count, violations)
+      puts format("%-4s %-7s %-10s %-6d %5d %9d %9.1f %10.0f %8.0f %10d", mode, workers, ordering, partitions, concurrency, count, seconds,
+                  count / seconds, cpu * 1e6 / count, violations)
     end
 
     # Fills the topic once (kept between runs: created with its partitions, up to --messages).
@@ -116,7 +120,7 @@ module Bench
     end
 
     # @return [Array(Integer, Float, Float, Integer)] messages, seconds, CPU seconds, order violations
-    def cell(topic, partitions, mode, concurrency, ordering)
+    def cell(topic, partitions, mode, workers, concurrency, ordering)
       consumer = Sluice::Consumer.new do |config|
         config.kafka = { "bootstrap.servers": @brokers, "group.id": "sluice-bench-parallel-#{SecureRandom.hex(4)}", "auto.offset.reset": "earliest" }
         config.polling.mode = mode
@@ -124,11 +128,14 @@ module Bench
       consumer.assign(topic => Array.new(partitions) { |p| p })
       counter = Counter.new(@opts[:messages], @opts[:seconds], consumer)
       cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
-      consumer.each_message(concurrency: concurrency, ordering: ordering) do |message|
-        counter.started(message)
-        sleep(SLEEP)
-        counter.finished
+      read = lambda do
+        consumer.each_message(concurrency: concurrency, ordering: ordering) do |message|
+          counter.started(message)
+          sleep(SLEEP)
+          counter.finished
+        end
       end
+      workers == :fibers ? Async { read.call }.wait : read.call
       cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu
       [counter.count, counter.seconds, cpu, counter.violations]
     ensure
@@ -181,7 +188,7 @@ end
 if $PROGRAM_NAME == __FILE__
   $stdout.sync = true # a row per cell as it ends (the run takes minutes)
   opts = { messages: 100_000, seconds: 20, concurrency: [1, 16, 64, 256], orderings: %i[key partition], partitions: [1, 6], modes: [:fd],
-           write: true }
+           workers: %i[threads fibers], write: true }
   OptionParser.new do |o|
     o.on("--messages N", Integer) { |v| opts[:messages] = v }
     o.on("--seconds S", Float, "a cell's longest read") { |v| opts[:seconds] = v }
@@ -189,6 +196,7 @@ if $PROGRAM_NAME == __FILE__
     o.on("--orderings LIST", Array) { |v| opts[:orderings] = v.map(&:to_sym) }
     o.on("--partitions LIST", Array) { |v| opts[:partitions] = v.map { |c| Integer(c) } }
     o.on("--modes LIST", Array) { |v| opts[:modes] = v.map(&:to_sym) }
+    o.on("--workers LIST", Array, "threads, fibers (inside Async { })") { |v| opts[:workers] = v.map(&:to_sym) }
     o.on("--no-write", "leave bench/RESULTS.md alone") { opts[:write] = false }
   end.parse!
   Bench::Parallel.new(opts).run

@@ -2,7 +2,8 @@
 
 module Sluice
   # Blocking native calls (flush, transactions, metadata, destroy) in a way a
-  # Fiber scheduler can see, and the contexts where Ruby forbids waiting.
+  # Fiber scheduler can see, the contexts where Ruby forbids waiting, and a
+  # ConditionVariable wait that an exception leaves with its mutex locked.
   #
   # A native call releases the GVL, so other threads run, but the fibers of the
   # calling thread cannot: a scheduler only switches fibers at the waits it
@@ -38,6 +39,17 @@ module Sluice
     end
 
     def fiber_scheduled? = !Fiber.scheduler.nil? && !Fiber.current.blocking?
+
+    # condition.wait(mutex, seconds), the mutex locked again however it ends.
+    # Under a fiber scheduler, Ruby 3.1 does not lock it again when an
+    # exception ends the wait (Async's Task#stop, Fiber#raise): the
+    # enclosing Mutex#synchronize's unlock then raised a ThreadError in the
+    # exception's place ("Attempt to unlock a mutex which is not locked").
+    def wait(condition, mutex, seconds = nil)
+      condition.wait(mutex, seconds)
+    ensure
+      mutex.lock unless mutex.owned?
+    end
 
     # True inside a signal handler (Signal.trap), where Mutex#lock raises
     # ThreadError. Ruby offers no other way to tell.

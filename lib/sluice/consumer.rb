@@ -19,8 +19,9 @@ module Sluice
   # At least once: each_message stores a message's offset after its block
   # returned, each_batch a batch's; librdkafka commits stored offsets in the
   # background and close commits them. One reader (thread or fiber) at a time;
-  # each_message(concurrency: N) runs its blocks on N threads of its own
-  # (ParallelReading), the reader's thread still the only one to read.
+  # each_message(concurrency: N) runs its blocks on N threads of its own, or
+  # on N fibers of the caller's Fiber.scheduler (ParallelReading), the reader
+  # still the only one to read.
   # Where a fetched message is until then, and why none is skipped: the
   # hand-off invariant at the top of Consumer::Inbox.
   class Consumer
@@ -96,16 +97,23 @@ module Sluice
     # partition goes back to that message: it is handed out again, here or
     # to the partition's next owner.
     #
-    # With concurrency above 1, up to that many blocks run at once, each on a
-    # thread of the read's own, in the order `ordering` keeps (README,
-    # "Parallel consumption"): a partition's offset is stored only below its
-    # lowest message whose block has not finished, whatever order blocks
-    # finish in. At most max_buffered messages (and max_buffered_bytes of keys
-    # and payloads) are taken and not finished at once. A block that raises
-    # stops the read: no block starts after it, those running are waited for
-    # (at most finish_within ms) and stored, what did not finish is handed
-    # out again, and the error is raised here. break, return and throw cannot
-    # leave a block running on another thread: use #stop.
+    # With concurrency above 1, up to that many blocks run at once, in the
+    # order `ordering` keeps (README, "Parallel consumption"): each on a
+    # thread of the read's own or, when each_message is called from a
+    # non-blocking fiber under a Fiber.scheduler (inside Async), on a fiber
+    # of that scheduler in the calling thread. A partition's offset is stored
+    # only below its lowest message whose block has not finished, whatever
+    # order blocks finish in. At most max_buffered messages (and
+    # max_buffered_bytes of keys and payloads) are taken and not finished at
+    # once. A block that raises stops the read: no block starts after it,
+    # those running are waited for (at most finish_within ms) and stored,
+    # what did not finish is handed out again, and the error is raised here.
+    # Blocks still running when the read ends (past finish_within, or an
+    # exception in the reader: Timeout, Thread#raise, Async's Task#stop) are
+    # ended: a thread is killed; a fiber gets Consumer::Workers::Stop raised
+    # where it waits (Consumer::FiberPool), its ensure clauses run. break,
+    # return and throw cannot leave a block running on another thread or
+    # fiber: use #stop.
     # @param concurrency [Integer] blocks at once (1: in the calling thread, one after another)
     # @param ordering [Symbol] :key (each key's messages in order; keyless ones in
     #   their partition's order), :partition or :none

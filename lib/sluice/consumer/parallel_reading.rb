@@ -2,9 +2,10 @@
 
 module Sluice
   class Consumer
-    # each_message(concurrency: N): the reader's side. The calling thread stays
-    # the Inbox's only reader: it takes messages while the bound allows, hands
-    # them to Workers, and applies what they finished to the Inbox
+    # each_message(concurrency: N): the reader's side. The calling thread (or
+    # fiber) stays the Inbox's only reader: it takes messages while the bound
+    # allows, hands them to Workers (threads, or fibers of the caller's
+    # scheduler), and applies what they finished to the Inbox
     # (Inbox#processed), whose Ledger stores a partition's offset only below
     # its lowest unfinished message.
     #
@@ -19,8 +20,9 @@ module Sluice
     #   are waited for (at most finish_within), so their offsets are committed
     #   before the partitions go; messages of the revoked partitions not started
     #   are dropped, and a block that outlives the wait stores nothing;
-    # - an exception in the reader (Timeout, Thread#raise, Thread#kill, a
-    #   consumer error): running blocks are killed and nothing more is stored:
+    # - an exception in the reader (Timeout, Thread#raise, Thread#kill,
+    #   Async's Task#stop, a consumer error): running blocks are killed
+    #   (threads) or stopped (fibers: FiberPool) and nothing more is stored:
     #   what was not finished is handed out again.
     class ParallelReading
       include Clock
@@ -45,7 +47,7 @@ module Sluice
       end
 
       # Reads until #stop or a block's error; see the class comment for the end.
-      # (The threads start here, once the read is ours: a refused read leaves none behind.)
+      # (The workers start here, once the read is ours: a refused read leaves none behind.)
       def run
         @workers = Workers.new(**@work)
         @inbox.workers = self

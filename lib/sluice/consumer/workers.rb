@@ -2,20 +2,28 @@
 
 module Sluice
   class Consumer
-    # The threads of a concurrent each_message: up to `count` blocks at once,
+    # The workers of a concurrent each_message: up to `count` blocks at once,
     # started in the order Lanes allows, and the messages taken and not yet
-    # finished counted against a bound (messages and bytes).
+    # finished counted against a bound (messages and bytes). The workers are
+    # threads of their own (ThreadPool), or fibers of the caller's scheduler
+    # when the reader runs in a non-blocking fiber under a Fiber.scheduler
+    # (FiberPool); the rest is the same for both: Mutex and ConditionVariable
+    # wait for a fiber only, under a scheduler.
     #
     # Workers never touch the consumer: a finished message (or the error its
     # block raised) goes to #finished!, which the reader takes and applies to
-    # the Inbox. So the Inbox keeps one thread, the reader's, and a worker
-    # killed anywhere leaves nothing half-moved (its message stays lent: it is
-    # handed out again, and holds its partition's offset back meanwhile).
+    # the Inbox. So the Inbox keeps one reader, and a worker killed (or
+    # stopped) anywhere leaves nothing half-moved (its message stays lent: it
+    # is handed out again, and holds its partition's offset back meanwhile).
     class Workers
       # A block's end: error is nil when it returned.
       Finish = Struct.new(:message, :error)
-      # How long (s) #stop waits for killed threads to end.
+      # How long (s) #stop waits for killed threads (or stopped fibers) to end.
       KILL_WAIT = 1.0
+      # What FiberPool#stop raises into a worker fiber: not an error of the
+      # block's (it ends the worker), and an Exception, as Thread#kill is not
+      # stopped by a block's `rescue => e`.
+      class Stop < Exception; end # rubocop:disable Lint/InheritException -- see above
 
       # @param stopped [#call] true once the read was stopped: nothing starts then
       def initialize(count:, ordering:, block:, stopped:)
@@ -30,12 +38,7 @@ module Sluice
         @running = 0
         @size = 0 # taken, not finished: waiting or running
         @bytes = 0
-        @threads = Array.new(count) do |i|
-          Thread.new do
-            Thread.current.name = "sluice.consumer-worker-#{i}"
-            serve
-          end
-        end
+        @pool = (Blocking.fiber_scheduled? ? FiberPool : ThreadPool).new(count) { serve }
       end
 
       # Taken and not finished: how many, and their keys' and payloads' bytes.
@@ -60,7 +63,7 @@ module Sluice
 
       # Waits (at most seconds) until a block ends, unless one already did.
       def wait_for_finish(seconds)
-        @lock.synchronize { @change.wait(@lock, seconds) if @finished.empty? }
+        @lock.synchronize { Blocking.wait(@change, @lock, seconds) if @finished.empty? }
       end
 
       # No block starts until #release; those running go on.
@@ -84,7 +87,7 @@ module Sluice
             left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
             return false unless left.positive?
 
-            @change.wait(@lock, left)
+            Blocking.wait(@change, @lock, left)
           end
         end
         true
@@ -97,31 +100,34 @@ module Sluice
         end
       end
 
-      # Ends every thread: waiting ones at once, running ones by Thread#kill
-      # (their blocks are interrupted, as Timeout would interrupt a block),
-      # and waits for them to end, bounded: a block's ensure may not return.
+      # Ends every worker: waiting ones at once; running ones killed (a
+      # thread: Thread#kill) or stopped (a fiber: Stop raised where it waits;
+      # see FiberPool), their blocks interrupted as Timeout would interrupt
+      # them, and waits for them to end, bounded: a block's ensure may not return.
       def stop
         @lock.synchronize do
           @stopping = true
           @work.broadcast
         end
-        @threads.each(&:kill)
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + KILL_WAIT
-        @threads.each { |thread| thread.join([deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC), 0].max) }
+        @pool.stop(KILL_WAIT)
       end
 
       private
 
       def serve
         while (message = next_message)
-          error = nil
-          begin
-            @block.call(message)
-          rescue Exception => e # rubocop:disable Lint/RescueException -- handed to the reader, which re-raises it
-            error = e
-          end
-          ended(message, error)
+          ended(message, run(message))
         end
+      end
+
+      # @return [Exception, nil] what the block raised; Stop is not the block's: it ends the worker
+      def run(message)
+        @block.call(message)
+        nil
+      rescue Stop
+        raise
+      rescue Exception => e # rubocop:disable Lint/RescueException -- handed to the reader, which re-raises it
+        e
       end
 
       def next_message
@@ -134,7 +140,7 @@ module Sluice
               @running += 1
               return message
             end
-            @work.wait(@lock)
+            Blocking.wait(@work, @lock)
           end
         end
       end

@@ -4,7 +4,8 @@ module Sluice
   module Testing
     # Testing::Consumer#each_message(concurrency: N): the real consumer's
     # Workers and Lanes (so the same blocks run side by side in the same
-    # order rules) over the double's messages, whose offsets its Ledger
+    # order rules, on threads or, under a fiber scheduler, on its fibers)
+    # over the double's messages, whose offsets its Ledger
     # stores as the real consumer's does: never past an unfinished block.
     #
     # The read ends as the double's do, when nothing is left (or at #stop, or
