@@ -352,7 +352,14 @@ module Sluice
     # each_message's reads with concurrency above 1 (ParallelReading); its ensure calls #after_reading.
     def each_message_in_parallel(settings, &block)
       open_client
-      reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), block: block, **settings.to_h)
+      shares = if settings.ordering == :partition
+                 PartitionShares.new(max_buffered: settings.max_buffered, assignment: method(:assignment), pause: method(:pause),
+                                     resume: method(:resume), rewind: method(:rewind))
+               else
+                 PartitionShares::None
+               end
+      reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), shares: shares, block: block,
+                                    **settings.to_h)
       @inbox.reading { reading.run }
       nil
     end

@@ -22,6 +22,7 @@ module Sluice
         @waiting = {} # lane => messages not started, in order
         @running = {} # lane => true while one of its messages runs
         @ready = [] # lanes with a message waiting and none running, first come first served
+        @by_partition = Hash.new(0) # [topic, partition] => messages waiting
       end
 
       # Queues a message in its lane.
@@ -29,6 +30,7 @@ module Sluice
         lane = lane_of(message)
         queue = (@waiting[lane] ||= [])
         queue << message
+        @by_partition[[message.topic, message.partition]] += 1
         @ready << lane if queue.size == 1 && !@running[lane]
       end
 
@@ -40,6 +42,7 @@ module Sluice
         message = queue.shift
         @waiting.delete(lane) if queue.empty?
         @running[lane] = true
+        uncount(message)
         message
       end
 
@@ -61,13 +64,21 @@ module Sluice
           queue.empty?
         end
         @ready.select! { |lane| @waiting.key?(lane) }
-        dropped
+        dropped.each { |message| uncount(message) }
       end
 
       # How many messages wait.
       def waiting = @waiting.sum { |_, queue| queue.size }
 
+      # How many messages of this partition wait.
+      def waiting_in(topic, partition) = @by_partition[[topic, partition]]
+
       private
+
+      def uncount(message)
+        pair = [message.topic, message.partition]
+        @by_partition.delete(pair) if (@by_partition[pair] -= 1).zero?
+      end
 
       def lane_of(message)
         case @ordering

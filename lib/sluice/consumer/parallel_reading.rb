@@ -34,9 +34,11 @@ module Sluice
 
       # @param rewind [#call] Consumer#rewind: partitions back to these messages
       # @param instrument [#call] Consumer#instrument
-      def initialize(inbox:, rewind:, instrument:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:)
+      # @param shares [PartitionShares] each partition's share of max_buffered
+      def initialize(inbox:, rewind:, instrument:, shares:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:)
         @inbox = inbox
         @rewind = rewind
+        @shares = shares
         @instrument = instrument
         @max_buffered = max_buffered
         @max_buffered_bytes = max_buffered_bytes
@@ -56,6 +58,7 @@ module Sluice
       ensure
         @inbox.workers = nil
         @workers&.stop
+        @shares.resume_all
       end
 
       # Inbox: a revocation is about to be answered.
@@ -69,6 +72,7 @@ module Sluice
       # Inbox: a rebalance was answered; these partitions were given up.
       def after_rebalance(given_up)
         @workers.drop(given_up) unless given_up.empty?
+        @shares.rebalanced(given_up)
         @workers.release unless @failure
       end
 
@@ -83,7 +87,7 @@ module Sluice
           end
 
           message = @inbox.take(TAKE_WAIT)
-          @workers.add(message) if message
+          @workers.add(message) if message && !@shares.take_back?(message, @workers.waiting_in(message.topic, message.partition))
         end
       end
 
@@ -94,6 +98,7 @@ module Sluice
       end
 
       def apply_finished
+        @shares.resume_drained { |topic, partition| @workers.waiting_in(topic, partition) }
         @workers.finished!.each do |finish|
           if finish.error
             @failure ||= finish

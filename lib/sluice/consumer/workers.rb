@@ -47,6 +47,9 @@ module Sluice
       # Blocks running now.
       def running = @lock.synchronize { @running }
 
+      # Messages of this partition taken and not started.
+      def waiting_in(topic, partition) = @lock.synchronize { @lanes.waiting_in(topic, partition) }
+
       # Queues a message (taken by the reader) for a worker.
       def add(message)
         @lock.synchronize do

@@ -89,6 +89,34 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
       expect(log.index(other_partition.last)).to be < log.index([:end, *slow])
     end
 
+    # librdkafka hands over a fetch of one partition at a time: without a
+    # share of the bound per partition (PartitionShares), the bound filled
+    # with partition 0's messages behind its held block, and partitions 1
+    # and 2 waited until it finished.
+    it ":partition gives each partition a share of the bound: other partitions start behind a full one" do
+      first = produce(Array.new(20) { |i| "p0-#{i}" }, partition: 0)
+      starts = (1..2).to_h { |p| [p, produce(["p#{p}-before"], partition: p) + 1] }
+      consumer = reader(0 => first, **starts)
+      started = Queue.new
+      release = Queue.new
+      reading = Thread.new do
+        consumer.each_message(concurrency: 4, ordering: :partition, max_buffered: 4) do |message|
+          started << [message.partition, message.offset]
+          release.pop if message.partition.zero? && message.offset == first
+        end
+      end
+      expect(pop_within(started, 20)).to eq([0, first])
+      starts.each_key { |p| produce(["p#{p}-0"], partition: p) }
+      expect(Array.new(2) { pop_within(started, 20) }.sort).to eq(starts.sort)
+      release << true
+      seen = [[0, first], *starts]
+      seen << pop_within(started, 20) until seen.count { |p, _| p.zero? } == 20
+      consumer.stop
+      reading.join(30) or raise "each_message did not return"
+      # Partition 0's messages taken back were read again, in order: none skipped, none twice.
+      expect(seen.select { |p, _| p.zero? }.map(&:last)).to eq((first...(first + 20)).to_a)
+    end
+
     it ":none starts a key's next message while the one before still runs" do
       log = run_keys(:none, { 0 => %w[slow slow a] }, others: 1)
       slow_first, slow_second = log.select { |event, _, key| event == :start && key == "slow" }.map { |entry| entry[1..] }
