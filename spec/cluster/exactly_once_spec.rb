@@ -212,6 +212,18 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
            here: offsets.empty? ? "0" : "#{offsets.size} (offsets #{offsets.min}..#{offsets.max})")
   end
 
+  # When inputs were copied more than once: a copy the workers reported
+  # committed twice was consumed again after its transaction committed (the
+  # input offsets went back); once, another transaction's copy was not aborted.
+  def duplicates_report(duplicated, run)
+    twice = duplicated.select { |payload| run.committed[payload] > 1 }
+    format("exactly once: duplicated %<duplicated>d: reported committed more than once by the workers %<twice>d; by input partition " \
+           "%<partitions>s; first %<first>s",
+           duplicated: duplicated.size, twice: twice.size,
+           partitions: duplicated.map { |payload| Integer(payload[/\d+\z/]) % partitions }.tally.sort.to_h,
+           first: duplicated.min_by(3) { |payload| Integer(payload[/\d+\z/]) }.map { |payload| "#{payload} (#{run.committed[payload]}x)" }.join(", "))
+  end
+
   def missing_line(payload, found, found_again, reported)
     "  missing #{payload}: key's partition #{key_partition(payload)}, read uncommitted at #{found ? found.join("@") : "none"}, " \
       "found by the second read #{found_again}, reported committed #{reported} time(s)"
@@ -288,6 +300,7 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
       @keep_topics << true
       puts missing_report(missing, reads, run)
     end
+    puts duplicates_report(copies.select { |_, times| times > 1 }.keys, run) if duplicates.positive?
 
     expect(run.kills.map(&:first)).to eq([0, 1])
     expect(left_at_last_fault).to be_positive # every fault was mid-stream
