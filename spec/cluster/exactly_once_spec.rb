@@ -2,6 +2,7 @@
 
 require "open3"
 require "securerandom"
+require "zlib"
 require_relative "exactly_once_workers"
 
 # Issue 46, item 3: exactly once under broker kills. Consume-transform-produce
@@ -32,7 +33,11 @@ require_relative "exactly_once_workers"
 # (issue 5476: the handle lock against a partition's, when a node is
 # decommissioned; pull request 5304): its heartbeats and reads stopped.
 #
-# Prints one line starting with "exactly once".
+# Prints one line starting with "exactly once"; more when inputs are
+# missing or copied twice (#missing_report, #duplicates_report). Note that
+# a partition's first inputs are not necessarily consumed early: each worker
+# reads one of its two partitions to the end first (librdkafka prefetches it
+# whole), so the other's first batch often commits in the run's last seconds.
 RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
   inputs = 60_000
   partitions = 6
@@ -52,14 +57,21 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
     TestCluster.start
     @tag = SecureRandom.hex(4)
     @input, @output = TestCluster.create_topics(["sluice-eos-#{@tag}-in", "sluice-eos-#{@tag}-out"], partitions)
+    @keep_topics = [] # the example adds to it (its ivars are copies of these: the array is shared)
   end
 
   after { @admin&.close }
 
-  # 12 partitions less for every later restart to bring in sync.
+  # 12 partitions less for every later restart to bring in sync. Kept when
+  # inputs were missing, for kafka-dump-log on the nodes' data (bin/kafka
+  # cluster stop deletes it).
   after(:context) do
-    [@input, @output].each { |topic| admin.delete_topic(topic) }
-    @admin.close
+    if @keep_topics.any?
+      puts "exactly once: topics #{@input} and #{@output} kept for inspection"
+    else
+      [@input, @output].each { |topic| admin.delete_topic(topic) }
+    end
+    @admin&.close
   end
 
   define_method(:inputs) { inputs }
@@ -167,6 +179,77 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
     end
   end
 
+  # When inputs are missing from the output read committed: tells a copy
+  # never written from one written but aborted or beyond the last stable
+  # offset (a read_uncommitted read), and a committed read that ended too
+  # early (a second one, now). Per output partition: what each read found,
+  # the high watermark and the last stable offset; per missing input (the
+  # first 12): the output partition its key maps to (librdkafka's default
+  # partitioner: CRC32 of the key), where the uncommitted read found it,
+  # and how often the workers reported its transaction committed.
+  # @param reads [Array<Array>] the first read_committed read, per partition
+  def missing_report(missing, reads, run)
+    uncommitted = Array.new(partitions) { |partition| TestCluster.read_partition(@output, partition, isolation: "read_uncommitted") }
+    found = {} # payload => [partition, offset] in the uncommitted read
+    uncommitted.each_with_index { |read, partition| read.each { |offset, payload| found[payload] ||= [partition, offset] } }
+    again = Array.new(partitions) { |partition| TestCluster.read_partition(@output, partition, isolation: "read_committed") }
+    found_again = again.flatten(1).to_set(&:last)
+    summary = missing_summary(missing, found, found_again, run)
+    written = missing.filter_map { |payload| found[payload] }
+    [summary, *Array.new(partitions) { |partition| partition_line(partition, reads, again, uncommitted, written) },
+     *missing.first(12).map { |payload| missing_line(payload, found[payload], found_again.include?(payload), run) }].join("\n")
+  rescue StandardError => e # the expectations below must still say what was missing
+    "exactly once: no report on the missing inputs (#{e.class}: #{e.message.lines.first&.strip})"
+  end
+
+  def missing_summary(missing, found, found_again, run)
+    summary = format("exactly once: missing %<missing>d: written (in a read_uncommitted read) %<written>d, found by a second " \
+                     "read_committed read %<again>d, reported committed by the workers %<reported>d; by their key's output partition %<keys>s",
+                     missing: missing.size, written: missing.count { |payload| found.key?(payload) },
+                     again: missing.count { |payload| found_again.include?(payload) },
+                     reported: missing.count { |payload| run.committed[payload].positive? },
+                     keys: missing.map { |payload| key_partition(payload) }.tally.sort.to_h)
+    ages = missing.filter_map { |payload| run.committed_at[payload] }.map { |at| @read_at - at }
+    summary += format(" (reported %.1f-%.1fs before the output was read)", ages.min, ages.max) if ages.any?
+    summary
+  end
+
+  # @param written [Array<Array(Integer, Integer)>] where the uncommitted read found missing inputs: [partition, offset]
+  def partition_line(partition, reads, again, uncommitted, written)
+    offsets = written.select { |at| at.first == partition }.map(&:last)
+    format("  output partition %<p>d: read committed %<committed>d (last offset %<last>s), again %<again>d, read uncommitted " \
+           "%<uncommitted>d, high watermark %<high>d, last stable offset %<lso>d; missing inputs written here %<here>s",
+           p: partition, committed: reads[partition].size, last: reads[partition].last&.first.inspect, again: again[partition].size,
+           uncommitted: uncommitted[partition].size, high: admin.watermark_offsets(@output, partition).last,
+           lso: TestCluster.last_stable_offset(@output, partition),
+           here: offsets.empty? ? "0" : "#{offsets.size} (offsets #{offsets.min}..#{offsets.max})")
+  end
+
+  # When inputs were copied more than once: a copy the workers reported
+  # committed twice was consumed again after its transaction committed (the
+  # input offsets went back); once, another transaction's copy was not aborted.
+  def duplicates_report(duplicated, run)
+    twice = duplicated.select { |payload| run.committed[payload] > 1 }
+    format("exactly once: duplicated %<duplicated>d: reported committed more than once by the workers %<twice>d; by input partition " \
+           "%<partitions>s; first %<first>s",
+           duplicated: duplicated.size, twice: twice.size,
+           partitions: duplicated.map { |payload| Integer(payload[/\d+\z/]) % partitions }.tally.sort.to_h,
+           first: duplicated.min_by(3) { |payload| Integer(payload[/\d+\z/]) }.map { |payload| "#{payload} (#{run.committed[payload]}x)" }.join(", "))
+  end
+
+  # An input's first batch is often consumed late (each worker reads one of
+  # its partitions to the end before the other): when its transaction was
+  # reported committed, in seconds before the output was read.
+  def missing_line(payload, found, found_again, run)
+    at = run.committed_at[payload]
+    "  missing #{payload}: key's partition #{key_partition(payload)}, read uncommitted at #{found ? found.join("@") : "none"}, " \
+      "found by the second read #{found_again}, reported committed #{run.committed[payload]} time(s)" \
+      "#{format(", the last %.1fs before the output was read", @read_at - at) if at}"
+  end
+
+  # librdkafka's default partitioner (consistent_random) for a key.
+  def key_partition(key) = Zlib.crc32(key) % partitions
+
   # { code => times } of the workers' "failed" lines (each message ends with "(code)").
   def failure_codes(failed)
     failed.each_with_object(Hash.new(0)) { |(message, times), codes| codes[message[/\((\w+)\)\s*\z/, 1] || message[0, 60]] += times }
@@ -214,8 +297,9 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
     expect(statuses).to all(be_success), "a worker failed at close:\n#{run.stderr_of_all}"
 
     # The output topic is this example's alone: everything in it counts.
-    copies = Array.new(partitions) { |partition| TestCluster.read_partition(@output, partition, isolation: "read_committed") }
-                  .flatten(1).map(&:last).tally
+    @read_at = now
+    reads = Array.new(partitions) { |partition| TestCluster.read_partition(@output, partition, isolation: "read_committed") }
+    copies = reads.flatten(1).map(&:last).tally
     expected = Array.new(inputs) { |i| "#{tag}:#{i}" }
     missing = expected.reject { |payload| copies.key?(payload) }
     duplicates = copies.values.sum - copies.size
@@ -231,6 +315,11 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
                 slots: run.kills.map(&:first).join(","), first: first, second: second, during_first: during_first,
                 during_second: during_second, left: left_at_last_fault, finished: finished_after, pause: longest_pause,
                 total: now - started, failed: run.failed.values.sum, failures: failure_codes(run.failed), reloads: run.reloaded)
+    if missing.any?
+      @keep_topics << true
+      puts missing_report(missing, reads, run)
+    end
+    puts duplicates_report(copies.select { |_, times| times > 1 }.keys, run) if duplicates.positive?
 
     expect(run.kills.map(&:first)).to eq([0, 1])
     expect(left_at_last_fault).to be_positive # every fault was mid-stream

@@ -13,7 +13,7 @@ module ExactlyOnceWorkers
   class Run
     Slot = Struct.new(:index, :txn_id, :worker, :generation, :kill_armed)
 
-    attr_reader :slots, :committed, :failed, :reloaded, :kills
+    attr_reader :slots, :committed, :committed_at, :failed, :reloaded, :kills
 
     # @param env [Hash] the workers' environment (TXN_ID is the slot's)
     # @param slots [Integer] worker processes
@@ -30,6 +30,7 @@ module ExactlyOnceWorkers
       @changed = ConditionVariable.new
       @owned = {} # worker => Set of partitions
       @committed = Hash.new(0) # payload => committed transactions that reported it
+      @committed_at = {} # payload => when the last of them was reported (monotonic clock)
       @failed = Hash.new(0) # error message => times
       @reloaded = Hash.new(0) # error code => times
       @kills = [] # [slot index, inputs committed by then]
@@ -233,8 +234,12 @@ module ExactlyOnceWorkers
     end
 
     def record_commit(payloads)
-      @commit_times << now
-      payloads.split.each { |payload| @committed[payload] += 1 }
+      at = now
+      @commit_times << at
+      payloads.split.each do |payload|
+        @committed[payload] += 1
+        @committed_at[payload] = at
+      end
     end
 
     # At the "open" line itself, from this thread: the transaction is open.

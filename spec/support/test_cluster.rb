@@ -119,6 +119,19 @@ module TestCluster
       consumer&.close
     end
 
+    # The partition's last stable offset: where a read_committed reader's
+    # partition ends (before the first record of the earliest open
+    # transaction; the high watermark when none is open).
+    def last_stable_offset(topic, partition)
+      consumer = Sluice::Consumer.new do |config|
+        config.kafka = { "bootstrap.servers": DIRECT, "group.id": "sluice-cluster-spec-#{rand(1 << 30)}", "isolation.level": "read_committed" }
+        config.logger = Logger.new(nil)
+      end
+      consumer.query_watermark_offsets(topic, partition).last # ListOffsets at the consumer's isolation level
+    ensure
+      consumer&.close
+    end
+
     private
 
     def with_admin
