@@ -66,7 +66,10 @@ module Sluice
         return unless fiber.alive?
 
         @scheduler.respond_to?(:raise) ? @scheduler.raise(fiber, Workers::Stop) : fiber.raise(Workers::Stop)
-      rescue FiberError
+      rescue FiberError, Workers::Stop
+        # The fiber is resuming ours (its block stopped the reader's task): it
+        # ends when its block returns. Ruby 3.1 refuses with FiberError; Ruby
+        # 3.3 raises the Stop here, in the calling fiber, instead.
         nil
       end
     end
