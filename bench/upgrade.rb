@@ -36,6 +36,7 @@
 # And Admin#watermark_offsets went on sending to a stopped leader (requests
 # timing out in its out-queue) for up to 35 s in 2 of 12 runs.
 
+require "fileutils"
 require "json"
 require "logger"
 require "open3"
@@ -93,6 +94,10 @@ module Upgrade
       phase("producers stopped, both groups at the input's end") { drain }
       phase("clients closed, topics read back") { count }
       @report.finish
+    rescue StandardError, RSpec::Expectations::ExpectationNotMetError
+      @eos&.kill_all # their stdout lines, stderr and native stacks in the logs, for the tail below
+      print_eos_logs
+      raise
     ensure
       @eos&.kill_all
       @clients&.kill_all
@@ -126,6 +131,7 @@ module Upgrade
     end
 
     def start_load
+      FileUtils.rm_f(Dir[File.join(@options[:logs], "slot*")]) # an earlier run's workers
       @clients = Clients.new(@env)
       # eos: the idempotent producer's state changes (epoch bumps, drains) in its stderr log, for a duplicate's diagnosis.
       @options[:producers].times do |i|
@@ -133,9 +139,10 @@ module Upgrade
       end
       @options[:members].times { |i| @clients.start(:consumer, "classic-#{i}", "GROUP" => @group, "INPUT" => @input) }
       @clients.start(:lag, "lag", "GROUP" => @group)
+      # eos,cgrp: the workers' transactions and group membership in their stderr logs, for a stall's diagnosis.
       @eos = ExactlyOnceWorkers::Run.new(@env.merge("GROUP" => "#{@group}-eos", "INPUT" => @input, "OUTPUT" => @output,
-                                                    "ASSIGNMENT" => "range", "MAX_FAILURES" => "20"),
-                                         @options[:workers], "sluice-upgrade-#{@tag}")
+                                                    "ASSIGNMENT" => "range", "MAX_FAILURES" => "20", "KAFKA_DEBUG" => "eos,cgrp"),
+                                         @options[:workers], "sluice-upgrade-#{@tag}", log_dir: FileUtils.mkdir_p(@options[:logs]).first)
       started = now
       @clients.await("every client succeeded, every partition owned", 120) do
         @clients.all_succeeded_since?(started) && @clients.owned.size == @options[:partitions]
@@ -185,6 +192,15 @@ module Upgrade
       stalls = @clients.longest_stalls(from, to)
       stalls[:transactional] = @eos.read { @eos.longest_pause_between(from, to) }
       { step: done - from, stalls: stalls }
+    end
+
+    # A failed run's evidence where CI shows it: the last lines of each
+    # transactional worker's stdout (timed), stderr and native stacks.
+    def print_eos_logs
+      Dir[File.join(@options[:logs], "slot*")].sort.each do |file|
+        lines = File.readlines(file).grep_v(/heartbeat/i) # the debug log's steady beat says nothing of a stall
+        puts "== #{file} (the last 80 of #{lines.size} lines, heartbeats left out)", lines.last(80)
+      end
     end
 
     def group_type
