@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "set"
 require "timeout"
 
 # spec/cluster/parallel_faults_spec.rb's member processes and what they saw.
@@ -9,6 +10,7 @@ class ParallelFaultRuns
     @lines = Queue.new
     @seen = Hash.new { |hash, worker| hash[worker] = [] } # worker => payloads in start order
     @workers = []
+    @distinct = Set.new
   end
 
   attr_reader :workers
@@ -23,7 +25,7 @@ class ParallelFaultRuns
   def await(what, seconds)
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
     until yield
-      raise "#{what}: not within #{seconds}s (#{total_seen} handed out)" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      raise "#{what}: not within #{seconds}s (#{total_seen} handed out; #{state})" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
 
       worker, line = next_line
       record(worker, line) if worker
@@ -31,6 +33,12 @@ class ParallelFaultRuns
   end
 
   def total_seen = @seen.sum { |_, list| list.size }
+
+  # How many different payloads were handed out.
+  def distinct = @distinct.size
+
+  # Each run: its pid, whether it runs, how many it handed out.
+  def state = @workers.map { |worker| "#{worker.pid} #{worker.running? ? "running" : "gone"} #{@seen[worker].size}" }.join(", ")
 
   # @return [Hash{String => Integer}] payload => times handed out, over every run
   def tally = @seen.values.flatten.tally
@@ -64,6 +72,8 @@ class ParallelFaultRuns
   def record(worker, line)
     return unless line.is_a?(String) && line.start_with?("seen ")
 
-    @seen[worker] << line.delete_prefix("seen ")
+    payload = line.delete_prefix("seen ")
+    @seen[worker] << payload
+    @distinct << payload
   end
 end
