@@ -21,6 +21,7 @@
 # KAFKA_DEBUG (librdkafka's debug contexts, logged on stderr), BATCH_SECONDS
 # (exactly once: each batch takes at least this long, its transaction
 # included, as work would; a line "pace <seconds>" on stdin changes it),
+# CONCURRENCY, ORDERING and WORK_SECONDS (at least once: see #at_least_once),
 # GROUP_PROTOCOL ("consumer": KIP-848's, without the classic member settings
 # below, as a member restarted into a group's online migration; default classic).
 require "logger"
@@ -82,10 +83,15 @@ end
 
 # At least once: each_message stores a message's offset once the block
 # returned; librdkafka commits stored offsets every 500 ms.
+# CONCURRENCY (default 1) and ORDERING (default key): each_message's
+# concurrency: and ordering: (a line is said as each block starts);
+# WORK_SECONDS: each block's sleep (default 0.002).
 def at_least_once(consumer)
-  consumer.each_message do |message|
+  concurrency = Integer(ENV.fetch("CONCURRENCY", "1"))
+  work = Float(ENV.fetch("WORK_SECONDS", "0.002"))
+  consumer.each_message(concurrency: concurrency, ordering: ENV.fetch("ORDERING", "key").to_sym) do |message|
     say("seen #{message.payload}")
-    sleep(0.002) # some work: offsets are stored and committed before the spec's SIGKILL
+    sleep(work) # some work: offsets are stored and committed before the spec's SIGKILL
   end
 end
 

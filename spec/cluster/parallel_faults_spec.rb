@@ -1,0 +1,80 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require_relative "parallel_fault_runs"
+
+# Issue 43, item 6: each_message(concurrency: 64, ordering: :key) under faults
+# on the three-node cluster. Three member processes
+# (spec/support/scenarios/crash_consumer.rb, at least once, 100 ms blocks:
+# about 640 messages a second a member, so that the faults land mid-stream) read
+# keyed, numbered messages while one is SIGKILLed and restarted, a fourth
+# joins and leaves, and a node is SIGKILLed and restarted. Then every message
+# must have been handed out (0 missing), duplicates are counted, and within
+# each member process's run each key's messages started in order: a message
+# first seen by a run never comes after a later one of its key seen by it
+# (messages read again after a rebalance are duplicates, not violations).
+#
+# Prints one line starting with "parallel under faults".
+RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
+  messages = 60_000
+  partitions = 6
+  keys = 600
+
+  before(:context) do
+    TestCluster.start
+    @tag = SecureRandom.hex(4)
+    @topic, = TestCluster.create_topics(["sluice-parallel-faults-#{@tag}"], partitions)
+  end
+
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # Payload "tag:key:seq"; the key decides the partition (the producer's partitioner).
+  def produce_input(tag, messages, keys)
+    producer = build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS, "enable.idempotence": true, "linger.ms": 20 })
+    handles = Array.new(messages) do |i|
+      key = "k#{i % keys}"
+      producer.produce_async(topic: @topic, key: key, payload: "#{tag}:#{key}:#{i / keys}")
+    end
+    failed = handles.map { |handle| handle.wait(max_wait_timeout: 60_000, raise_response_error: false) }.reject(&:success?)
+    raise "#{failed.size} messages not delivered: #{failed.first.error}" unless failed.empty?
+  end
+
+  it "hands out every message while members are SIGKILLed, join and leave, and a node is SIGKILLed (concurrency 64, :key)" do
+    tag = "#{@tag}-#{TestKafka::MODE}"
+    produce_input(tag, messages, keys)
+    expected = Array.new(messages) { |i| "#{tag}:k#{i % keys}:#{i / keys}" }
+    env = { "KAFKA_BROKERS" => TestCluster::BROKERS, "SLUICE_POLLING_MODE" => TestKafka::MODE.to_s, "GROUP" => "sluice-parallel-faults-#{tag}",
+            "INPUT" => @topic, "CONCURRENCY" => "64", "ORDERING" => "key", "WORK_SECONDS" => "0.1", "ASSIGNMENT" => "cooperative-sticky" }
+    runs = ParallelFaultRuns.new(env)
+    members = Array.new(3) { runs.start }
+    share = ->(fraction) { (messages * fraction).to_i }
+
+    runs.await("#{share[0.15]} handed out", 90) { runs.total_seen >= share[0.15] }
+    members[0].kill
+    members[0] = runs.start # the same slot again: a member left without a word, another joins
+    runs.await("#{share[0.35]} handed out", 90) { runs.total_seen >= share[0.35] }
+    guest = runs.start # a fourth member joins, then leaves cleanly
+    runs.await("#{share[0.5]} handed out", 90) { runs.total_seen >= share[0.5] }
+    expect(guest.finish).to be_success
+    node = TestCluster.leaders(@topic).values.reject(&:negative?).tally.max_by(&:last).first # the node leading the most
+    TestCluster.kill(node, [@topic])
+    runs.await("#{share[0.7]} handed out", 90) { runs.total_seen >= share[0.7] }
+    TestCluster.restart(node)
+    runs.await("every message handed out", 120) { runs.distinct == messages } # the topic holds these messages only
+    statuses = members.map(&:finish)
+
+    tally = runs.tally
+    missing = expected.count { |payload| !tally.key?(payload) }
+    duplicates = tally.values.sum - tally.size
+    puts format("parallel under faults (%<mode>s): %<messages>d messages, %<keys>d keys, concurrency 64 :key; handed out %<seen>d, " \
+                "missing %<missing>d, duplicates %<duplicates>d, per-key order violations %<violations>d; " \
+                "a member SIGKILLed and replaced, one joined and left, node %<node>d SIGKILLed and restarted",
+                mode: TestKafka::MODE, messages: messages, keys: keys, seen: tally.values.sum, missing: missing,
+                duplicates: duplicates, violations: runs.violations, node: node)
+    expect(statuses).to all(be_success)
+    expect(missing).to eq(0)
+    expect(runs.violations).to eq(0)
+  ensure
+    runs&.kill_all
+  end
+end
