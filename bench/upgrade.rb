@@ -147,7 +147,13 @@ module Upgrade
       @clients.await("every client succeeded, every partition owned", 120) do
         @clients.all_succeeded_since?(started) && @clients.owned.size == @options[:partitions]
       end
-      @eos.await("the transactional workers committed", 120) { @eos.progress.positive? && @eos.owned.size == @options[:partitions] }
+      # Every worker a member (the first alone may own all partitions for a while): the group's own
+      # rebalance is over before the first node goes, and a commit came after it.
+      @eos.await("every transactional worker owns partitions", 120) do
+        @eos.owners == @options[:workers] && @eos.owned.size == @options[:partitions]
+      end
+      committed = @eos.read { @eos.progress }
+      @eos.await("the transactional workers committed", 120) { @eos.progress > committed }
       nil
     end
 

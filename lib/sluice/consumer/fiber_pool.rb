@@ -34,6 +34,9 @@ module Sluice
         @fibers = Array.new(count) { Fiber.schedule { run(serve) } }
       end
 
+      # @return [Boolean] the caller runs in one of the pool's fibers (inside a block)
+      def current? = @fibers.include?(Fiber.current)
+
       # Raises Workers::Stop into every fiber still alive, then waits at most
       # seconds for them to end: a block's ensure may wait for ever.
       def stop(seconds)

@@ -289,6 +289,9 @@ module Sluice
 
       def reader?(fiber) = @reader.equal?(fiber)
 
+      # The caller runs a block of a concurrent each_message (a worker's thread or fiber).
+      def in_parallel_block? = !!@workers&.in_block?
+
       # Waits (at most seconds) for the reader to return. @return [Boolean] it did
       def wait_idle(seconds)
         deadline = now + seconds

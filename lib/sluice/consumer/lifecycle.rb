@@ -19,9 +19,9 @@ module Sluice
       # or answered by then is reported (error.occurred), not waited for.
       # From the moment it begins, calls of other threads raise
       # ConsumerClosedError. Idempotent. Called inside each_message's block
-      # (or from a listener while another thread reads, or from a signal
-      # handler that interrupted the reader), it takes effect when the reader
-      # returns.
+      # (any of them with concurrency:), from a listener while another thread
+      # reads, or from a signal handler that interrupted the reader, it takes
+      # effect when the reader returns.
       # @param timeout [Integer] ms for the reader to return, and ms for committing and leaving the group
       # @return [nil]
       # @raise [ArgumentError] timeout is not a positive number of ms
@@ -58,11 +58,13 @@ module Sluice
 
       def detach = @inbox.shut
 
-      # Inside the reader's own block (it returns after this message), or on a
-      # polling thread, which must not wait for a reader that may wait for it.
+      # Inside the reader's own block (it returns after this message), inside
+      # a concurrent each_message's block (the read waits for that block before
+      # it returns), or on a polling thread, which must not wait for a reader
+      # that may wait for it.
       def close_later?(timeout)
         return false unless @inbox.reading?
-        return true if @inbox.reader?(Fiber.current) || Polling.thread?
+        return true if @inbox.reader?(Fiber.current) || @inbox.in_parallel_block? || Polling.thread?
 
         !@inbox.wait_idle(timeout / 1000.0)
       end

@@ -61,6 +61,9 @@ module Sluice
         @shares.resume_all
       end
 
+      # @return [Boolean] the caller runs one of the blocks (on a worker's thread or fiber)
+      def in_block? = @workers.current?
+
       # Inbox: a revocation is about to be answered.
       def before_revoke
         running = @workers.running

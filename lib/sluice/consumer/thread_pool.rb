@@ -18,6 +18,9 @@ module Sluice
         end
       end
 
+      # @return [Boolean] the caller runs on one of the pool's threads (inside a block)
+      def current? = @threads.include?(Thread.current)
+
       # Kills every thread and waits at most seconds for them to end: a block's ensure may not return.
       def stop(seconds)
         @threads.each(&:kill)

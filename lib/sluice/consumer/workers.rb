@@ -47,6 +47,9 @@ module Sluice
       # Blocks running now.
       def running = @lock.synchronize { @running }
 
+      # @return [Boolean] the caller is one of the workers: inside a block
+      def current? = @pool.current?
+
       # Messages of this partition taken and not started.
       def waiting_in(topic, partition) = @lock.synchronize { @lanes.waiting_in(topic, partition) }
 

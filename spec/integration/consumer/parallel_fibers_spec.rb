@@ -64,6 +64,31 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
     expect(Thread.list.map(&:name)).not_to include(/\Asluice\.consumer-worker/)
   end
 
+  it "close inside a block returns at once, and closes once the running blocks finished" do
+    first = produce(Array.new(4) { |i| "m#{i}" })
+    consumer = reader(0 => first)
+    sibling = Queue.new
+    go = Queue.new
+    closed_inside = nil
+    reader_fiber = nil
+    in_reactor do
+      reader_fiber = Fiber.current
+      consumer.each_message(concurrency: 2, ordering: :none, max_buffered: 2) do |message|
+        record_where
+        next (sibling << true) && pop_in_time(go) unless message.offset == first + 1
+
+        pop_in_time(sibling) # the other block runs, and waits for go
+        consumer.close(timeout: 60_000)
+        closed_inside = consumer.closed?
+        go << true
+      end
+    end
+    expect(closed_inside).to be(false) # close returned, the read still ran
+    expect(consumer).to be_closed
+    expect(committed_offset).to eq(first + 2)
+    expect_fibers_of_caller(reader_fiber, at_least: 2)
+  end
+
   it ":key runs other keys past a slow one, and each key's messages in order" do
     keys = %w[slow slow a b a b]
     first = produce(keys.each_with_index.map { |k, i| "#{k}-#{i}" }, keys: keys)

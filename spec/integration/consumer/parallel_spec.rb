@@ -238,6 +238,30 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
       expect(reread(1).first).to eq(first + 2)
     end
 
+    # Inside a block the read cannot end before close returns (it waits for
+    # that block): close stops the read and takes effect when it returned.
+    it "close inside a block returns at once, and closes once the running blocks finished" do
+      first = produce(Array.new(4) { |i| "m#{i}" })
+      consumer = reader(0 => first)
+      sibling = Queue.new
+      closed = Queue.new
+      go = Queue.new
+      thread = Thread.new do
+        consumer.each_message(concurrency: 2, ordering: :none, max_buffered: 2) do |message|
+          next (sibling << true) && go.pop unless message.offset == first + 1
+
+          pop_within(sibling) # the other block runs, and waits for go
+          consumer.close(timeout: 60_000)
+          closed << consumer.closed?
+        end
+      end
+      expect(pop_within(closed)).to be(false) # returned while the sibling block still runs
+      go << true
+      thread.join(30) or raise "each_message did not return"
+      expect(consumer).to be_closed
+      expect(committed_offset).to eq(first + 2)
+    end
+
     # Timeout fires at its time (the blocks may or may not have started by
     # then: either way nothing may be stored past them); Thread#raise and
     # Thread#kill land once four blocks run.
