@@ -66,11 +66,14 @@ RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
     tally = runs.tally
     missing = expected.count { |payload| !tally.key?(payload) }
     duplicates = tally.values.sum - tally.size
+    # A partition read again from its start (a reset, not a rebalance's overlap) shows as duplicates among each key's first messages.
+    from_start = tally.count { |payload, times| times > 1 && Integer(payload.split(":").last) < 3 }
     puts format("parallel under faults (%<mode>s): %<messages>d messages, %<keys>d keys, concurrency 64 :key; handed out %<seen>d, " \
-                "missing %<missing>d, duplicates %<duplicates>d, per-key order violations %<violations>d; " \
+                "missing %<missing>d, duplicates %<duplicates>d (%<from_start>d of them among each key's first 3), " \
+                "per-key order violations %<violations>d; " \
                 "a member SIGKILLed and replaced, one joined and left, node %<node>d SIGKILLed and restarted",
                 mode: TestKafka::MODE, messages: messages, keys: keys, seen: tally.values.sum, missing: missing,
-                duplicates: duplicates, violations: runs.violations, node: node)
+                duplicates: duplicates, from_start: from_start, violations: runs.violations, node: node)
     expect(statuses).to all(be_success)
     expect(missing).to eq(0)
     expect(runs.violations).to eq(0)
