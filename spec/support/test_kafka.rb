@@ -35,7 +35,7 @@ module TestKafka
     # recovery (consumer/crash_recovery_spec.rb): input and a transform's output.
     "sluice-spec-cgroup" => [6, nil],
     "sluice-spec-cgroup-out" => [3, nil],
-    "sluice-spec-close" => [3, nil], # consumer_close_bounds_spec.rb
+    "sluice-spec-close" => [3, nil], # consumer/close_bounds_spec.rb
     "sluice-spec-gem" => [1, nil], # packaging/: installed gems round-trip messages
     "sluice-spec-interrupts" => [1, nil], # consumer/interrupted_reads_spec.rb
     "sluice-spec-parallel" => [3, nil], # consumer/parallel_spec.rb

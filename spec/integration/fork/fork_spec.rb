@@ -171,7 +171,7 @@ RSpec.describe "Producers and forked processes", :kafka do
       expect(outcome["parent_poller"]).to eq([1, true])
     end
 
-    # tmp/bugs-fd.md #8.
+    # A regression (fixed in da71e67): a poller inherited through fork reported the parent's producers.
     it "reports no producers in the child before the child registers one" do
       expect(outcome).to be_success, outcome.describe
       expect(child["before"]).to eq([0, false])

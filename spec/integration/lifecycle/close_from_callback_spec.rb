@@ -146,8 +146,8 @@ RSpec.describe "Closing a producer from one of its callbacks", :kafka do
       RUBY
 
       # :fd bookkeeping: both producers of the global poller closed from a
-      # listener, then a new producer; count and thread follow. (tmp/bugs-fd.md
-      # #1, fixed: the count stayed at 2.)
+      # listener, then a new producer; count and thread follow. (A regression,
+      # fixed in da71e67: the count stayed at 2.)
       fd_bookkeeping: <<~'RUBY'
         poller = Sluice::Polling::Poller.instance
         a = make_producer(mode: :fd)
@@ -203,7 +203,8 @@ RSpec.describe "Closing a producer from one of its callbacks", :kafka do
     expect(other["a_still_works"]).to be(true)
   end
 
-  # tmp/bugs-fd.md #4.
+  # A regression (fixed in da71e67): the poller thread that was stopping registered the new producer,
+  # and no thread served it.
   it "serves a producer created by the listener that closed the last producer, at once" do
     replace = outcome(:replace)
 
@@ -213,7 +214,8 @@ RSpec.describe "Closing a producer from one of its callbacks", :kafka do
     expect(replace["after_all"]).to eq([false, 0])
   end
 
-  # tmp/bugs-fd.md #9 (deadlock).
+  # A regression (fixed in da71e67): a close on the polling thread waited for the other close, which
+  # waited for the polling thread (a deadlock).
   it "completes when the application and a listener close the producer at the same time" do
     concurrent = outcome(:concurrent)
 

@@ -113,7 +113,7 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
 
   # periodic_poll_interval: "how often every producer is polled even when its
   # pipe is silent". A poller polls at the shortest interval of its producers.
-  # tmp/bugs-fd.md #6.
+  # A regression (fixed in da71e67): a shorter interval waited for the longer one's next poll.
   it "applies a newly registered producer's shorter periodic_poll_interval at once" do
     poller = Sluice::Polling::Poller.new
     fd_producer(poller: poller, periodic_poll_interval: 10_000).produce_sync(topic: topic, payload: "warm-up")
@@ -131,7 +131,7 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
   # turn". The busy producer's listener costs 0.1 ms per message (CPU work is
   # the point here), so its 5,000 reports take ~0.5 s to dispatch; with a 1 ms
   # turn the bystander on the same poller must not wait for all of them.
-  # tmp/bugs-fd.md #7.
+  # A regression (fixed in da71e67): max_time bounded the drain but not the dispatch, where user code runs.
   it "bounds a busy producer's turn by max_time, so a bystander on the same poller is served meanwhile" do
     poller = Sluice::Polling::Poller.new
     busy = fd_producer(poller: poller, periodic_poll_interval: 10_000) { |config| config.polling.fd.max_time = 1 }
@@ -231,7 +231,7 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
     end
   end
 
-  # tmp/bugs-fd.md #2 (fixed). Deterministic: the poller thread is held in a
+  # A regression (fixed in da71e67). Deterministic: the poller thread is held in a
   # poller.producer_unregistered listener (it runs inside the poller's command
   # loop) while the last producer's unregistration and a new registration are
   # queued, so the next command loop applies both in one batch.

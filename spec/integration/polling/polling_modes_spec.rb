@@ -151,7 +151,8 @@ RSpec.describe "Polling in the mode under test", :kafka do
       expect(follow_up.report).to have_attributes(error: nil)
     end
 
-    # tmp/bugs-fd.md #5.
+    # A regression (fixed in da71e67): produce_sync on the polling thread waited for a report only that
+    # thread could serve, timed out and, in :fd mode, stalled every producer of the poller.
     it "lets the listener produce_sync a follow-up message without stalling the polling thread", :aggregate_failures do
       on_trigger { producer.produce_sync(topic: topic, payload: "follow-up") }
       started = monotonic
