@@ -3,7 +3,9 @@
 # One consumer benchmark measurement in a fresh process; prints one JSON line
 # (bench/consumer_run.rb collects them).
 #
-#   ruby bench/consumer_cell.rb --consumers 3 --mode fd --api each_batch|each_message|poll [--runner thread|fiber] [--messages 1000000]
+#   ruby bench/consumer_cell.rb --consumers 3 --mode fd --api each_batch|each_message|poll|poll_store_offset
+#                               [--runner thread|fiber] [--messages 1000000]
+#     (poll: poll alone; poll_store_offset: poll and store_offset(message))
 #   ruby bench/consumer_cell.rb --scenario crowd --mode fd --runner fiber   # 25 consumers + 25 producers, thread counts
 #   ruby bench/consumer_cell.rb --scenario idle --mode fd --seconds 10      # wake-ups of an idle consumer
 #   ruby bench/consumer_cell.rb --scenario watermarks --topic T             # partitions and messages of T
@@ -147,6 +149,17 @@ module Bench
 
         @seen += 1
         milestone if @seen == 1 || @seen >= @target
+      end
+    end
+
+    # poll and the store_offset its documentation asks for once a message is processed.
+    def read_poll_store_offset(consumer)
+      until @finished || @timed_out
+        next unless (message = consumer.poll(100))
+
+        @seen += 1
+        milestone if @seen == 1 || @seen >= @target
+        consumer.store_offset(message)
       end
     end
 
@@ -411,7 +424,7 @@ if $PROGRAM_NAME == __FILE__
     o.on("--group G", "process scenario: the group") { |v| opts[:group] = v }
     o.on("--consumers N", Integer) { |v| opts[:consumers] = v }
     o.on("--mode MODE", %w[fd thread]) { |v| opts[:mode] = v.to_sym }
-    o.on("--api API", %w[each_message each_batch poll]) { |v| opts[:api] = v }
+    o.on("--api API", %w[each_message each_batch poll poll_store_offset]) { |v| opts[:api] = v }
     o.on("--runner R", %w[thread fiber]) { |v| opts[:runner] = v.to_sym }
     o.on("--messages M", Integer) { |v| opts[:messages] = v }
     o.on("--max-items N", Integer) { |v| opts[:max_items] = v }
