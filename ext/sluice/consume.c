@@ -265,7 +265,7 @@ static VALUE consumer_wake_messages(VALUE self) {
 
 /*
  * #store_offsets(messages, count) — stores, for the first count items that
- * are Messages, the offset after the last one of each partition: what a
+ * are Messages, the offset after the highest one of each partition: what a
  * commit will commit. Partitions no longer assigned are skipped (a revoked
  * partition's new owner starts from what was committed for it).
  */

@@ -309,7 +309,13 @@ module Sluice
 
       def finish(messages)
         messages.each { |message| @ledger.finish(message) }
-        @ledger.storable!.each { |message| @stored[[message.topic, message.partition]] = message.offset + 1 }
+        store(@ledger.storable!)
+      end
+
+      # Each partition's highest offset among messages, as Native::Consumer#store_offsets stores it.
+      def store(messages)
+        highest = messages.group_by { |message| [message.topic, message.partition] }
+        @stored.merge!(highest.transform_values { |list| list.map(&:offset).max + 1 })
       end
 
       def rewind(messages)

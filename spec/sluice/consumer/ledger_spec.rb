@@ -12,8 +12,12 @@ RSpec.describe Sluice::Consumer::Ledger do
 
   def drained(offsets, partition: 0) = offsets.map { |offset| message(offset, partition: partition) }
 
-  # Stored offsets per partition (the offset after the last message stored), as store_offsets would keep them.
-  def store(stored, messages) = messages.each { |m| stored[[m.topic, m.partition]] = m.offset + 1 }
+  # Stored offsets per partition, as Native::Consumer#store_offsets keeps them: each call stores, for
+  # each partition, the offset after its highest message (storable! does not sort them).
+  def store(stored, messages)
+    messages.group_by { |m| [m.topic, m.partition] }.each { |key, list| stored[key] = list.map(&:offset).max + 1 }
+    stored
+  end
 
   def lend_all = Array.new(ledger.buffered_size) { ledger.lend }
 
@@ -46,7 +50,7 @@ RSpec.describe Sluice::Consumer::Ledger do
       ledger.finish(m1)
       expect(ledger.storable!).to be_empty
       ledger.finish(m0)
-      expect(ledger.storable!.map(&:offset)).to eq([0, 1, 2, 3])
+      expect(ledger.storable!.map(&:offset)).to contain_exactly(0, 1, 2, 3)
     end
 
     it "lets a partition's offsets go while another partition's lower offset is lent" do
@@ -57,12 +61,14 @@ RSpec.describe Sluice::Consumer::Ledger do
       expect(ledger.lent).to eq([slow])
     end
 
-    it "hands out ready offsets in offset order, so the last one stored is the highest" do
+    it "hands out ready offsets in the order finished: what is stored is the highest" do
       ledger.fill(drained(0..4))
       messages = lend_all
       [3, 1, 4, 2].each { |i| ledger.finish(messages[i]) }
       ledger.finish(messages[0])
-      expect(ledger.storable!.map(&:offset)).to eq([0, 1, 2, 3, 4])
+      ready = ledger.storable!
+      expect(ready.map(&:offset)).to eq([3, 1, 4, 2, 0])
+      expect(store({}, ready)).to eq(["t", 0] => 5)
     end
 
     it "never stores past an unfinished message, whatever order 200 random completions come in" do
