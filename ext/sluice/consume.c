@@ -268,17 +268,15 @@ static VALUE consumer_wake_messages(VALUE self) {
  * are Messages, the offset after the highest one of each partition: what a
  * commit will commit. Partitions no longer assigned are skipped (a revoked
  * partition's new owner starts from what was committed for it).
+ * #store_offset(message) — the same for one message, without an Array
+ * around it (Consumer#store_offset: one allocation less per message).
  */
-static VALUE consumer_store_offsets(VALUE self, VALUE messages, VALUE count) {
-    client_t *c = sluice_consumer_open(self);
-    Check_Type(messages, T_ARRAY);
-    long n = NUM2LONG(count);
-    if (n > RARRAY_LEN(messages)) n = RARRAY_LEN(messages);
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(8);
+static void store_offsets(client_t *c, const VALUE *messages, long n) {
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(n < 8 ? 1 : 8);
     rd_kafka_topic_partition_t *tp = NULL;
     VALUE tp_topic = Qnil, tp_partition = Qnil; /* tp's: messages come in runs of one partition */
-    for (long i = 0; i < n; i++) {
-        VALUE m = RARRAY_AREF(messages, i);
+    for (long i = 0; i < n; i++) { /* nothing in the loop runs Ruby code: messages stays where it is */
+        VALUE m = messages[i];
         if (!rb_obj_is_kind_of(m, cMessage)) continue; /* control items */
         VALUE topic = RSTRUCT_GET(m, MSG_TOPIC), partition = RSTRUCT_GET(m, MSG_PARTITION), offset = RSTRUCT_GET(m, MSG_OFFSET);
         /* Nothing below may raise (the list would leak): anything but a fetched message's fields is skipped. */
@@ -295,6 +293,19 @@ static VALUE consumer_store_offsets(VALUE self, VALUE messages, VALUE count) {
     }
     if (list->cnt > 0) rd_kafka_offsets_store(c->rk, list); /* per-partition errors: not assigned any more */
     rd_kafka_topic_partition_list_destroy(list);
+}
+
+static VALUE consumer_store_offsets(VALUE self, VALUE messages, VALUE count) {
+    client_t *c = sluice_consumer_open(self);
+    Check_Type(messages, T_ARRAY);
+    long n = NUM2LONG(count);
+    if (n > RARRAY_LEN(messages)) n = RARRAY_LEN(messages);
+    store_offsets(c, RARRAY_CONST_PTR(messages), n);
+    return Qnil;
+}
+
+static VALUE consumer_store_offset(VALUE self, VALUE message) {
+    store_offsets(sluice_consumer_open(self), &message, 1);
     return Qnil;
 }
 
@@ -480,6 +491,7 @@ void sluice_init_consume(VALUE klass) {
     rb_define_method(klass, "message_fd", consumer_message_fd, 0);
     rb_define_method(klass, "wake_messages", consumer_wake_messages, 0);
     rb_define_method(klass, "store_offsets", consumer_store_offsets, 2);
+    rb_define_method(klass, "store_offset", consumer_store_offset, 1);
     rb_define_method(klass, "commit", consumer_commit, -1);
     rb_define_method(klass, "committed", consumer_committed, 2);
     rb_define_method(klass, "watermarks", consumer_watermarks, 3);

@@ -226,7 +226,7 @@ module Sluice
     def store_offset(message)
       raise ArgumentError, "store_offset takes a Sluice::Message, got #{message.class}" unless message.is_a?(Message)
 
-      open_client.store_offsets([message], 1)
+      open_client.store_offset(message)
       nil
     end
 
@@ -367,11 +367,12 @@ module Sluice
     # Consumer#poll's Ruby part: the next message, lent (see Native::Handoff#poll).
     # @return [Array<Message>, nil] the lease: its last message is the one to hand out
     def lend_polled(timeout_ms)
-      milliseconds(timeout_ms, "poll's timeout_ms")
+      # The usual timeout (an Integer) checked here: a call to #milliseconds costs poll 0.03 µs a message.
+      milliseconds(timeout_ms, "poll's timeout_ms") unless timeout_ms.is_a?(Integer) && timeout_ms >= 0 && timeout_ms <= MAX_INTEGER_MS
       open_client
-      @inbox.lease if @inbox.reading { @inbox.take(timeout_ms) }
+      @inbox.poll(timeout_ms)
     ensure
-      after_reading
+      after_reading if @close_after_reading # paid on every message: no call when no close waits
     end
 
     # The authentication or TLS failure that kept every broker down since the

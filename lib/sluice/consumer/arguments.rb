@@ -7,6 +7,10 @@ module Sluice
     # Testing::Consumer, so a test refuses what production would.
     # @api private
     module Arguments
+      # The largest Integer poll's timeout may be to pass without a call to
+      # #milliseconds (a Fixnum: finite as a Float); larger ones go through it.
+      MAX_INTEGER_MS = (1 << 62) - 1
+
       private
 
       def topic_name(topic)

@@ -122,14 +122,28 @@ module Sluice
       # its bound) still polls now and then (see #keep_polling).
       def keepalive = keep_polling(always: true)
 
+      # Consumer#poll's read: the next message (lent) within timeout_ms, and
+      # the lease Native::Handoff#poll hands it over from (what is lent: the
+      # message is its last); nil when none came. A read as #reading's,
+      # without the block: poll pays for every message.
+      def poll(timeout_ms)
+        fiber = Fiber.current
+        take_slot(fiber)
+        take(timeout_ms) && @ledger.lent
+      ensure
+        leave_slot(fiber)
+      end
+
       # The next message, or nil when timeout_ms (nil: no limit) passed or #stop
       # was called. The message is lent: #processed finishes it (each_message),
       # Native::Handoff#poll hands it over (poll).
       # (`while true`, not `loop`: a return from loop's block unwinds through
-      # a C frame, a cost paid on every message.)
+      # a C frame, a cost paid on every message; one clock read for the
+      # deadline and #keep_polling's test, on every message too.)
       def take(timeout_ms)
-        deadline = timeout_ms && now + (timeout_ms / 1000.0)
-        keep_polling
+        started = now
+        deadline = timeout_ms && started + (timeout_ms / 1000.0)
+        keep_polling if started - @polled_at >= @poll_every
         while true # rubocop:disable Style/InfiniteLoop
           give_back_for_others unless @given_back.empty?
           while @ledger.buffered? && !@stopped
@@ -174,8 +188,7 @@ module Sluice
       # Blocks may finish out of order: the offset waits for the lower ones (Ledger#storable!).
       def processed(message) = @ledger.finish(message)
 
-      # What is lent, in buffer order: after #take, its last message is the one
-      # taken. Native::Handoff#poll pops that one as it returns it.
+      # What is lent, in buffer order: after #take, its last message is the one taken.
       def lease = @ledger.lent
 
       # Stores the offsets after a batch each_batch's block finished with.
@@ -264,25 +277,14 @@ module Sluice
         end
       end
 
-      # Runs the block as the consumer's only reader (one thread or fiber at a time).
+      # Runs the block as the consumer's only reader (one thread or fiber at
+      # a time).
       def reading
-        @reader_lock.synchronize do
-          busy = @reader && !@reader.equal?(Fiber.current)
-          raise Errors::ConsumerStateError, "this consumer is already being read by another thread or fiber" if busy
-
-          outermost = !@reader # a nested read (poll inside each_message) keeps the stop and what is lent
-          @stopped = false if outermost
-          @reader = Fiber.current
-          return_lent if outermost && !@ledger.lent.empty?
-        end
+        fiber = Fiber.current
+        take_slot(fiber)
         yield
       ensure
-        # Released in one step no interrupt lands in, before any lock: one
-        # landing as the lock was taken left the consumer read by nobody for
-        # ever (a killed reader's replacement was refused). Then waiters of
-        # #wait_idle, if any, are woken (masked: rare, and not to be lost).
-        @reader = nil if @reader.equal?(Fiber.current)
-        Thread.handle_interrupt(DEFERRED) { @reader_lock.synchronize { @idle.broadcast } } if @idle_waiters.positive?
+        leave_slot(fiber)
       end
 
       def reading? = !@reader.nil?
@@ -313,6 +315,46 @@ module Sluice
       def shut = @io_lock.synchronize { @io = nil }
 
       private
+
+      # Takes the reading slot for fiber (see #reading).
+      # The slot is taken without the lock when nobody reads and nobody holds
+      # it (poll takes it for every message; the lock costs more than the
+      # rest of the claim): from the test to the assignment no interrupt is
+      # checked for (no Ruby method returns, no branch is taken), so no other
+      # thread runs in between; the lock's holders (a claim, #give_back with
+      # nobody reading) are waited for on the other way.
+      def take_slot(fiber)
+        if @reader.nil? && !@reader_lock.locked?
+          @reader = fiber
+          begin_read
+        else
+          @reader_lock.synchronize { claim(fiber) }
+        end
+      end
+
+      # Released in one step no interrupt lands in, before any lock: one
+      # landing as the lock was taken left the consumer read by nobody for
+      # ever (a killed reader's replacement was refused). Then waiters of
+      # #wait_idle, if any, are woken (masked: rare, and not to be lost).
+      # (Called first thing in an ensure clause, with the fiber got before
+      # the slot was taken: a claim interrupted as it returns is released.)
+      def leave_slot(fiber)
+        @reader = nil if @reader.equal?(fiber)
+        Thread.handle_interrupt(DEFERRED) { @reader_lock.synchronize { @idle.broadcast } } if @idle_waiters.positive?
+      end
+
+      def claim(fiber)
+        raise Errors::ConsumerStateError, "this consumer is already being read by another thread or fiber" if @reader && !@reader.equal?(fiber)
+        return if @reader # a nested read (poll inside each_message) keeps the stop and what is lent
+
+        @reader = fiber
+        begin_read
+      end
+
+      def begin_read
+        @stopped = false
+        return_lent unless @ledger.lent.empty?
+      end
 
       # What is still lent when a read begins was not finished (an interrupt
       # landed between the buffer and the application): back to the front of
