@@ -3,9 +3,10 @@
 # One consumer benchmark measurement in a fresh process; prints one JSON line
 # (bench/consumer_run.rb collects them).
 #
-#   ruby bench/consumer_cell.rb --consumers 3 --mode fd --api each_batch|each_message|poll|poll_store_offset
+#   ruby bench/consumer_cell.rb --consumers 3 --mode fd --api each_batch|each_message|poll|poll_store_offset|poll_store|poll_store_config
 #                               [--runner thread|fiber] [--messages 1000000]
-#     (poll: poll alone; poll_store_offset: poll and store_offset(message))
+#     (poll: poll alone; poll_store_offset: poll and store_offset(message); poll_store: poll(store: true);
+#      poll_store_config: poll with config.poll_store = true)
 #   ruby bench/consumer_cell.rb --scenario crowd --mode fd --runner fiber   # 25 consumers + 25 producers, thread counts
 #   ruby bench/consumer_cell.rb --scenario idle --mode fd --seconds 10      # wake-ups of an idle consumer
 #   ruby bench/consumer_cell.rb --scenario watermarks --topic T             # partitions and messages of T
@@ -162,6 +163,19 @@ module Bench
         consumer.store_offset(message)
       end
     end
+
+    # poll(store: true): each poll stores the offset of the message the one before it returned.
+    def read_poll_store(consumer)
+      until @finished || @timed_out
+        next unless consumer.poll(100, store: true)
+
+        @seen += 1
+        milestone if @seen == 1 || @seen >= @target
+      end
+    end
+
+    # The same with config.poll_store = true (build_consumer): no keyword, so no Hash, per call.
+    def read_poll_store_config(consumer) = read_poll(consumer)
 
     # Flags first: a snapshot reads /proc (GVL released), another reader may get here meanwhile.
     def milestone
@@ -371,6 +385,7 @@ module Bench
         config.kafka = { "bootstrap.servers": @opts[:brokers], "group.id": group, "enable.partition.eof": false,
                          "auto.offset.reset": @opts[:scenario] == :idle ? "latest" : "earliest" }.merge(@opts[:kafka])
         config.polling.mode = @opts[:mode]
+        config.poll_store = true if @opts[:api] == "poll_store_config"
       end
     end
 
@@ -424,7 +439,7 @@ if $PROGRAM_NAME == __FILE__
     o.on("--group G", "process scenario: the group") { |v| opts[:group] = v }
     o.on("--consumers N", Integer) { |v| opts[:consumers] = v }
     o.on("--mode MODE", %w[fd thread]) { |v| opts[:mode] = v.to_sym }
-    o.on("--api API", %w[each_message each_batch poll poll_store_offset]) { |v| opts[:api] = v }
+    o.on("--api API", %w[each_message each_batch poll poll_store_offset poll_store poll_store_config]) { |v| opts[:api] = v }
     o.on("--runner R", %w[thread fiber]) { |v| opts[:runner] = v.to_sym }
     o.on("--messages M", Integer) { |v| opts[:messages] = v }
     o.on("--max-items N", Integer) { |v| opts[:max_items] = v }

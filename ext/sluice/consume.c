@@ -462,29 +462,57 @@ static VALUE consumer_seek(VALUE self, VALUE partitions, VALUE timeout) {
 }
 
 /*
- * Sluice::Native::Handoff#poll(timeout_ms) -> Message or nil: Consumer#poll
- * (the Consumer includes this module). It is a C method for one reason: the
- * message must leave the consumer in its very last step. Ruby checks for
- * interrupts (Timeout, Thread#raise, kill) when a Ruby method returns, and one
- * landing after the message left the consumer's buffer, before the caller
- * had it, would skip it. So #lend_polled (Ruby: the checks, the read, the
- * wait) lends the message, which stays the Inbox's (lib/sluice/consumer/inbox.rb,
- * "The hand-off invariant"), and returns the lease; here it is taken out of
- * the lease and returned with no Ruby method in between, and a C method's
- * return is no check. An interrupt anywhere before leaves it lent: the next
- * read hands it out again.
+ * Sluice::Native::Handoff#poll(timeout_ms, store: nil) -> Message or nil:
+ * Consumer#poll (the Consumer includes this module). It is a C method for one
+ * reason: the message must leave the consumer in its very last step. Ruby
+ * checks for interrupts (Timeout, Thread#raise, kill) when a Ruby method
+ * returns, and one landing after the message left the consumer's buffer,
+ * before the caller had it, would skip it. So #lend_polled (Ruby: the
+ * arguments, the checks, the read, the wait) lends the message, which stays
+ * the Inbox's (lib/sluice/consumer/inbox.rb, "The hand-off invariant"), and
+ * returns the lease, [lent, handed or nil]; here the message goes onto handed
+ * (store: true: the next read finishes it), then off lent, and is returned,
+ * with no Ruby method in between: a C method's return is no check. An
+ * interrupt anywhere before leaves it lent: the next read hands it out again.
  */
-static ID id_lend_polled;
+static ID id_lend_polled, id_store;
+static VALUE sym_store;
 
-static VALUE handoff_poll(VALUE self, VALUE timeout_ms) {
-    VALUE lease = rb_funcall(self, id_lend_polled, 1, timeout_ms);
-    if (!RB_TYPE_P(lease, T_ARRAY) || RARRAY_LEN(lease) == 0) return Qnil;
-    return rb_ary_pop(lease);
+/*
+ * store: (nil when not given: #lend_polled applies the consumer's setting).
+ * Read by hand when it is the only keyword: rb_scan_args copies the keyword
+ * Hash, and rb_get_kwargs empties it, a cost on every message; anything else
+ * goes to them for their ArgumentErrors.
+ */
+static VALUE poll_store_option(int argc, VALUE *argv) {
+    if (argc == 1 && !rb_keyword_given_p()) return Qnil;
+    if (argc == 2 && rb_keyword_given_p() && RHASH_SIZE(argv[1]) == 1) {
+        VALUE store = rb_hash_lookup2(argv[1], sym_store, Qundef);
+        if (store != Qundef) return store;
+    }
+    VALUE timeout_ms, options, store = Qundef;
+    rb_scan_args(argc, argv, "1:", &timeout_ms, &options);
+    if (!NIL_P(options)) rb_get_kwargs(options, &id_store, 0, 1, &store);
+    return store == Qundef ? Qnil : store;
+}
+
+static VALUE handoff_poll(int argc, VALUE *argv, VALUE self) {
+    VALUE store = poll_store_option(argc, argv);
+    VALUE lease = rb_funcall(self, id_lend_polled, 2, argv[0], store);
+    if (!RB_TYPE_P(lease, T_ARRAY) || RARRAY_LEN(lease) != 2) return Qnil;
+    VALUE lent = RARRAY_AREF(lease, 0), handed = RARRAY_AREF(lease, 1);
+    if (!RB_TYPE_P(lent, T_ARRAY) || RARRAY_LEN(lent) == 0) return Qnil;
+    VALUE message = RARRAY_AREF(lent, RARRAY_LEN(lent) - 1);
+    if (RB_TYPE_P(handed, T_ARRAY)) rb_ary_push(handed, message); /* before it leaves lent: a raise here leaves it lent */
+    rb_ary_pop(lent);
+    return message;
 }
 
 void sluice_init_consume(VALUE klass) {
     id_lend_polled = rb_intern("lend_polled");
-    rb_define_method(rb_define_module_under(sluice_mNative, "Handoff"), "poll", handoff_poll, 1);
+    id_store = rb_intern("store");
+    sym_store = ID2SYM(id_store);
+    rb_define_method(rb_define_module_under(sluice_mNative, "Handoff"), "poll", handoff_poll, -1);
 
     rb_define_method(klass, "consume", consumer_consume, 2);
     rb_define_method(klass, "consume_exhausted?", consumer_consume_exhausted_p, 0);

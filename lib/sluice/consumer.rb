@@ -40,6 +40,7 @@ module Sluice
     #   end
     def initialize(&)
       configure(Config.new, &)
+      @poll_store = @config.poll_store
       connect
       Shutdown.track(self)
     end
@@ -197,16 +198,41 @@ module Sluice
       after_reading
     end
 
-    # @!method poll(timeout_ms)
-    #   The next message within timeout_ms, or nil. Its offset is not stored:
-    #   call #store_offset once it is processed. A message poll returned was
-    #   handed out; an interrupt (Timeout, Thread#raise) that ends poll before
-    #   that leaves the message for the next read.
+    # @!method poll(timeout_ms, store: config.poll_store)
+    #   The next message within timeout_ms, or nil. A message poll returned
+    #   was handed out; an interrupt (Timeout, Thread#raise) that ends poll
+    #   before that leaves the message for the next read.
+    #
+    #   Its offset is not stored unless store is true: then the message is
+    #   taken as finished when this consumer is read again (the next poll,
+    #   each_message or each_batch, from any thread), and its offset stored as
+    #   each_message stores a block's, in bulk with the others (no call into
+    #   librdkafka a message, as #store_offset makes). So each poll finishes
+    #   the message poll(store: true) returned before it as soon as it
+    #   begins, even when it is then interrupted. What it returned last is
+    #   not stored by #commit or #close, nor once its partition is revoked:
+    #   the group reads it again. So poll again only once done with a
+    #   message: a loop that goes on after a failed message (rescue, then
+    #   poll) stores it as finished; seek back to it first, or use
+    #   #store_offset.
     #   @param timeout_ms [Numeric] ms to wait for a message (0: only what is there)
+    #   @param store [Boolean] the next read stores this message's offset
+    #     (default: Config#poll_store, false unless set: setting it spares a
+    #     poll loop the keyword, which costs a Hash a call)
     #   @return [Message, nil]
+    #   @raise [ArgumentError] timeout_ms is not a number of ms, or another keyword
     #   @raise [Errors::ConsumerClosedError]
+    #   @raise [Errors::ConsumerStateError] another thread or fiber is reading this consumer
     #   @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
     #   @example
+    #     while (message = consumer.poll(250, store: true))
+    #       handle(message) # stored by the next poll
+    #     end
+    #   @example The same for every poll of the consumer (config.poll_store = true in Consumer.new's block)
+    #     while (message = consumer.poll(250))
+    #       handle(message) # stored by the next poll
+    #     end
+    #   @example Storing each offset yourself
     #     while (message = consumer.poll(250))
     #       handle(message)
     #       consumer.store_offset(message)
@@ -218,7 +244,8 @@ module Sluice
     include Native::Handoff
 
     # What the next commit commits for the message's partition: the offset after it.
-    # For messages read with #poll (each_message and each_batch store their own).
+    # For messages read with #poll without store: (each_message, each_batch and
+    # poll(store: true) store their own).
     # @param message [Message]
     # @return [nil]
     # @raise [ArgumentError] not a Message
@@ -365,12 +392,13 @@ module Sluice
     end
 
     # Consumer#poll's Ruby part: the next message, lent (see Native::Handoff#poll).
-    # @return [Array<Message>, nil] the lease: its last message is the one to hand out
-    def lend_polled(timeout_ms)
+    # @return [Array(Array<Message>, Array<Message>, nil), nil] the lease (Ledger#storing_lease, Ledger#plain_lease)
+    # @param store [Boolean, nil] nil: not given (config.poll_store)
+    def lend_polled(timeout_ms, store)
       # The usual timeout (an Integer) checked here: a call to #milliseconds costs poll 0.03 µs a message.
       milliseconds(timeout_ms, "poll's timeout_ms") unless timeout_ms.is_a?(Integer) && timeout_ms >= 0 && timeout_ms <= MAX_INTEGER_MS
       open_client
-      @inbox.poll(timeout_ms)
+      @inbox.poll(timeout_ms, store.nil? ? @poll_store : store)
     ensure
       after_reading if @close_after_reading # paid on every message: no call when no close waits
     end

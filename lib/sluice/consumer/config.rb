@@ -9,9 +9,18 @@ module Sluice
       # commit, committed, lag, seek, and close's leaving of the group.
       attr_accessor :max_wait_timeout
 
+      # poll's store: when a call does not pass it (Consumer#poll): true, and
+      # each poll stores the offset of the message the poll before it returned.
+      # Cheaper than passing store: true to every call: Ruby hands a C
+      # method's keywords over in a new Hash (0.14 µs a message in
+      # bench/RESULTS.md, "poll and its offsets").
+      # @return [Boolean] default false
+      attr_accessor :poll_store
+
       def initialize
         super
         @max_wait_timeout = 10_000
+        @poll_store = false
       end
 
       # Checks every setting (Consumer.new calls it before freezing the config).
@@ -20,6 +29,7 @@ module Sluice
       def validate!
         super
         positive!(:max_wait_timeout, @max_wait_timeout)
+        invalid!("poll_store must be true or false, got #{@poll_store.inspect}") unless [true, false].include?(@poll_store)
         group = kafka_setting("group.id")
         invalid!('kafka needs "group.id": a consumer reads as a member of a consumer group') if group.nil? || group.empty?
         validate_group_protocol!

@@ -15,7 +15,8 @@ module Sluice
     # a consumer that waits on an idle topic still counts as polling.
     #
     # Offsets: a message handed out is stored once the application is done
-    # with it (#processed), in bulk before the next drain. What was fetched
+    # with it (#processed; for poll(store: true), when the application reads
+    # again), in bulk before the next drain. What was fetched
     # for a partition and not handed out is never skipped: revoked, it is
     # dropped (the next owner starts at the committed offset); paused, seeked
     # or rewound, it is given back (#give_back): dropped, and librdkafka goes
@@ -25,19 +26,23 @@ module Sluice
     #
     # A drain (Native::Consumer#consume) moves librdkafka's position past
     # everything it takes. From then on, at every instant, each of those
-    # messages is in exactly one of four places:
+    # messages is in exactly one of five places:
     #
     # 1. buffered: drained, not handed out yet;
     # 2. lent: out of the buffer, not finished by the application:
     #    each_message's block runs on it, a batch is filled or yielded, poll
     #    is returning it. When the next read begins, what is still lent goes
     #    back to the front of the buffer: it is handed out again;
-    # 3. done: each_message's or each_batch's block finished it (done, then
-    #    its offset stored once no lower offset of its partition is lent), or
-    #    poll returned it (Native::Handoff#poll);
-    # 4. rewound: a seek moved librdkafka's position back to it (#rewind,
+    # 3. handed: poll(store: true) returned it (Native::Handoff#poll); the
+    #    application has it until it reads again, which finishes it (done);
+    # 4. done: each_message's or each_batch's block finished it, or the
+    #    application read again after poll(store: true) returned it (done,
+    #    then its offset stored once no lower offset of its partition is lent
+    #    or handed), or poll without store: returned it;
+    # 5. rewound: a seek moved librdkafka's position back to it (#rewind,
     #    #give_back), or its partition was revoked (the next owner starts at
-    #    the committed offset).
+    #    the committed offset; what is lent or handed there is dropped: not
+    #    ours to store).
     #
     # Only a done message's offset is stored (#processed, #store_processed,
     # or the application's own Consumer#store_offset after poll), and only
@@ -58,8 +63,12 @@ module Sluice
     # messages are safe, then arrive); lending (lent before leaving the
     # buffer) and finishing (done before no longer lent) each in an order
     # that is safe when interrupted between its two steps, with no Ruby
-    # method returning between them (inside Ledger#lend and Ledger#finish); poll's last step, from lent to the caller, in C
-    # (a C method's return is not a check). An interrupt can thus cost a
+    # method returning between them (inside Ledger#lend, Ledger#finish and
+    # Ledger#finish_handed); poll's last step, from lent to the caller (and
+    # to handed), in C (a C method's return is not a check). An interrupt
+    # landing in poll(store: true) before it hands the next message out
+    # leaves that message lent; the one handed before it is done either way
+    # (the application came back from it). An interrupt can thus cost a
     # message handed out twice, never one skipped. Waits are not masked:
     # Timeout around an idle read ends it on time.
     # spec/integration/consumer/interrupted_reads_spec.rb raises into the
@@ -98,6 +107,8 @@ module Sluice
         @io = IO.for_fd(client.message_fd, autoclose: false) # the native client owns the fd
         @io_lock = Mutex.new # held while waiting: the fd is closed only once nobody waits on it
         @ledger = Ledger.new
+        @storing_lease = @ledger.storing_lease
+        @plain_lease = @ledger.plain_lease
         @stopped = false
         @reader = nil
         @reader_lock = Mutex.new
@@ -123,13 +134,13 @@ module Sluice
       def keepalive = keep_polling(always: true)
 
       # Consumer#poll's read: the next message (lent) within timeout_ms, and
-      # the lease Native::Handoff#poll hands it over from (what is lent: the
-      # message is its last); nil when none came. A read as #reading's,
-      # without the block: poll pays for every message.
-      def poll(timeout_ms)
+      # the lease Native::Handoff#poll hands it over from (Ledger#storing_lease
+      # with store: the message goes on to handed); nil when none came. A
+      # read as #reading's, without the block: poll pays for every message.
+      def poll(timeout_ms, store)
         fiber = Fiber.current
         take_slot(fiber)
-        take(timeout_ms) && @ledger.lent
+        take(timeout_ms) && (store ? @storing_lease : @plain_lease)
       ensure
         leave_slot(fiber)
       end
@@ -212,7 +223,8 @@ module Sluice
         end
       end
 
-      # Stores the offsets of what was processed (before a commit, a revoke, close).
+      # Stores the offsets of what was processed (before a commit, a revoke,
+      # close). Not what poll(store: true) handed: the application has not read again.
       def store_processed
         return unless @ledger.done?
 
@@ -316,7 +328,9 @@ module Sluice
 
       private
 
-      # Takes the reading slot for fiber (see #reading).
+      # Takes the reading slot for fiber (see #reading). Reading again is how
+      # the application says it came back from what poll(store: true) handed
+      # it: that is done now.
       # The slot is taken without the lock when nobody reads and nobody holds
       # it (poll takes it for every message; the lock costs more than the
       # rest of the claim): from the test to the assignment no interrupt is
@@ -330,6 +344,7 @@ module Sluice
         else
           @reader_lock.synchronize { claim(fiber) }
         end
+        @ledger.finish_handed
       end
 
       # Released in one step no interrupt lands in, before any lock: one

@@ -8,17 +8,21 @@ module Sluice
     # step, and shared by Sluice::Testing::Consumer.
     #
     # The invariant: a message taken from librdkafka is, at every instant, in
-    # exactly one of four places (buffered, lent, done, rewound), and an offset
-    # leaves through #storable! only when no message of its partition below it
-    # is buffered, lent or rewound. So the stored (and committed) offset of a
-    # partition never passes a message whose block has not finished, whatever
-    # order blocks finish in: the lowest unfinished offset rules.
+    # exactly one of five places (buffered, lent, handed, done, rewound), and
+    # an offset leaves through #storable! only when no message of its
+    # partition below it is buffered, lent, handed or rewound. So the stored
+    # (and committed) offset of a partition never passes a message whose
+    # block has not finished, whatever order blocks finish in: the lowest
+    # unfinished offset rules.
     #
     # - buffered: drained, not handed out (#fill, #append; #lend takes the next);
-    # - lent: handed out, not finished (#lent, in the order lent);
-    # - done: finished (#finish), its offset not stored yet; held back while a
-    #   lower offset of its partition is lent (blocks running in parallel
-    #   finish out of order);
+    # - lent: out of the buffer, not finished (#lent, in the order lent);
+    # - handed: returned by poll(store: true), the application's until it
+    #   reads again (#handed: Native::Handoff#poll moves it there from lent;
+    #   #finish_handed);
+    # - done: finished (#finish, #finish_handed), its offset not stored yet;
+    #   held back while a lower offset of its partition is lent or handed
+    #   (blocks running in parallel finish out of order);
     # - rewound: dropped (#drop, #rewound, #return_lent): librdkafka goes back to
     #   it, the next owner reads it, or it is buffered again.
     #
@@ -35,11 +39,26 @@ module Sluice
       # @return [Array<Message>]
       attr_reader :lent
 
+      # What poll(store: true) returned and the application has not come back
+      # from yet (one message at most): the Array itself, which
+      # Native::Handoff#poll pushes onto.
+      # @return [Array<Message>]
+      attr_reader :handed
+
+      # What Native::Handoff#poll hands a message over from, built once and
+      # frozen: [lent, handed] (poll(store: true): the message goes on to
+      # handed) and [lent, nil] (it leaves the ledger: the application stores it).
+      # @return [Array(Array<Message>, Array<Message>, nil)]
+      attr_reader :storing_lease, :plain_lease
+
       def initialize
         @items = EMPTY
         @at = 0
         @lent = []
+        @handed = []
         @done = []
+        @storing_lease = [@lent, @handed].freeze
+        @plain_lease = [@lent, nil].freeze
       end
 
       # Something is buffered.
@@ -94,13 +113,23 @@ module Sluice
         true
       end
 
+      # The application came back from what poll(store: true) handed it:
+      # done, then no longer handed (an interrupt between the two leaves it in
+      # both: done once more later, the same offset stored again).
+      def finish_handed
+        return if @handed.empty?
+
+        @done.concat(@handed)
+        @handed.clear
+      end
+
       # Something is done and not stored.
       def done? = !@done.empty?
 
       # Takes the done messages whose offsets may be stored now: those below
-      # the lowest lent offset of their partition. Forgotten here before the
-      # caller stores them: interrupted between the two, an offset is stored
-      # later (by a higher one), never too far.
+      # the lowest lent or handed offset of their partition. Forgotten here
+      # before the caller stores them: interrupted between the two, an offset
+      # is stored later (by a higher one), never too far.
       # (After a seek back, offsets finished before it may thus be stored
       # above those read since: they were finished, so none is skipped.)
       # @return [Array<Message>] in the order finished, not sorted: the caller
@@ -109,13 +138,13 @@ module Sluice
       def storable!
         return EMPTY if @done.empty?
 
-        if @lent.empty?
+        if @lent.empty? && @handed.empty?
           ready = @done
           @done = []
           return ready
         end
 
-        floors = lowest(@lent)
+        floors = lowest(@handed.empty? ? @lent : @lent + @handed)
         ready, @done = @done.partition { |message| (floor = floors[partition_of(message)]).nil? || message.offset < floor }
         ready
       end
@@ -160,8 +189,8 @@ module Sluice
 
       # Drops what is buffered for these partitions.
       # @param partitions [Array<Array(String, Integer)>]
-      # @param lent [Boolean] what is lent and done too (a revoke: those
-      #   partitions are gone, their offsets are no longer ours to store)
+      # @param lent [Boolean] what is lent, handed and done too (a revoke:
+      #   those partitions are gone, their offsets are no longer ours to store)
       # @return [Hash{Array(String, Integer) => Integer}] each partition's first
       #   dropped offset (partitions with nothing dropped are left out)
       def drop(partitions, lent: false)
@@ -169,6 +198,7 @@ module Sluice
         if lent
           forget_done { |message| gone[partition_of(message)] }
           @lent.reject! { |message| gone[partition_of(message)] } unless @lent.empty?
+          @handed.reject! { |message| gone[partition_of(message)] } unless @handed.empty?
         end
         return {} unless buffered?
 

@@ -53,9 +53,11 @@ module Sluice
       # An empty consumer: nothing fed, nothing subscribed or assigned.
       # @param id [String] default: "sluice-testing-" and 8 random hex digits
       # @param auto_commit [Boolean] close commits the stored offsets (as "enable.auto.commit")
-      def initialize(id: "sluice-testing-#{SecureRandom.hex(4)}", auto_commit: true)
+      # @param poll_store [Boolean] poll's store: when a call does not pass it (as Consumer::Config#poll_store)
+      def initialize(id: "sluice-testing-#{SecureRandom.hex(4)}", auto_commit: true, poll_store: false)
         @id = id
         @auto_commit = auto_commit
+        @poll_store = poll_store
         @log = Log.new
         @lock = Mutex.new
         @fed = ConditionVariable.new
@@ -174,15 +176,20 @@ module Sluice
       end
 
       # The next message, or nil once none came within timeout_ms. Its offset
-      # is not stored: call #store_offset once it is processed.
+      # is not stored: call #store_offset once it is processed, or pass
+      # store: true, as Sluice::Consumer#poll takes it: the message is taken
+      # as finished when the consumer is read again (this poll stores the one
+      # the poll before it returned), never at close.
       # @param timeout_ms [Integer] how long to wait for a #feed from another thread (0: not at all)
+      # @param store [Boolean] the next read (poll, each_message, each_batch) stores this message's offset
+      #   (default: the poll_store given to new)
       # @return [Message, nil]
-      def poll(timeout_ms = 0)
+      def poll(timeout_ms = 0, store: @poll_store)
         deadline = now + (timeout_ms / 1000.0)
         reading do
           loop do
             message = take(1)&.first
-            @lock.synchronize { @ledger.unlend([message]) } if message # handed over: its offset is the caller's to store
+            @lock.synchronize { hand_over(message, store) } if message
             break message if message || !wait_for_feed(deadline)
           end
         end
@@ -322,11 +329,23 @@ module Sluice
         @ledger.rewound(messages).each { |topic, partition, offset| @positions[[topic, partition]] = offset }
       end
 
+      # poll's message leaves the ledger: with store, for handed (the next
+      # read finishes it); without, its offset is the caller's to store.
+      def hand_over(message, store)
+        @ledger.handed << message if store
+        @ledger.unlend([message])
+      end
+
       # What an earlier read left lent (interrupted between taking and
       # finishing) goes back first: lent, it would hold its partition's offsets back.
+      # What poll(store: true) handed is finished: the application read again.
       def reading
         open!
-        @lock.synchronize { rewind(@ledger.lent.dup) unless @ledger.lent.empty? }
+        @lock.synchronize do
+          rewind(@ledger.lent.dup) unless @ledger.lent.empty?
+          @ledger.finish_handed
+          store(@ledger.storable!)
+        end
         yield
       ensure
         @stopping = false

@@ -238,6 +238,8 @@ RSpec.describe Sluice::Consumer, :kafka do
         -> { consumer.subscribe("") } => /non-empty String or Symbol, got ""/,
         -> { consumer.poll("soon") } => /timeout_ms is a number of milliseconds >= 0, got "soon"/,
         -> { consumer.poll(-5) } => /got -5/,
+        -> { consumer.poll(10, stor: true) } => /unknown keyword: :stor/,
+        -> { consumer.poll(store: true) } => /wrong number of arguments \(given 0, expected 1\)/,
         -> { consumer.poll(nil) } => /got nil/,
         -> { consumer.each_batch(max_wait: -1) { nil } } => /max_wait is a number of milliseconds/,
         -> { consumer.each_batch(max_items: 0) { nil } } => /max_items must be a positive Integer, got 0/,

@@ -76,6 +76,15 @@ module InterruptedReads
         tally << message if message
         consumer.store_offset(message) if message
       end
+    end,
+    # The next poll stores the offset of the message the one before returned
+    # (the application came back from it): an interrupt in a poll must leave
+    # the message it did not hand out for the next one.
+    poll_store: lambda do |consumer, tally|
+      until tally.full?
+        message = consumer.poll(100, store: true)
+        tally << message if message
+      end
     end
   }.freeze
 
@@ -144,7 +153,7 @@ module InterruptedReads
     # does to the reader, at a known point; where sluice defers interrupts, so
     # does it. Drains are 3 messages long here, so every few messages are a drain.
     # Steps: about 35 a message in each_message, 16 in each_batch (batches of 5), 65 in poll.
-    { each_message: 120, each_batch: 100, poll: 200 }.each do |api, steps|
+    { each_message: 120, each_batch: 100, poll: 200, poll_store: 200 }.each do |api, steps|
       read = READS.fetch(api)
       it "hands out every message when #{api} is interrupted at every step" do
         stub_const("Sluice::Consumer::Inbox::DRAIN_ITEMS", 3)

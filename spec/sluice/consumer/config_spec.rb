@@ -14,6 +14,16 @@ RSpec.describe Sluice::Consumer::Config do
     expect(pairs("enable.auto.offset.store": true)["enable.auto.offset.store"]).to eq("true")
   end
 
+  it "takes poll_store (poll's store: default) as true or false only, false unless set" do
+    config = described_class.new
+    expect(config.poll_store).to be(false)
+    config.kafka = { "bootstrap.servers": "127.0.0.1:1", "group.id": "g" }
+    config.poll_store = "yes"
+    expect { config.validate! }.to raise_error(Sluice::Errors::ConfigurationInvalidError, /poll_store must be true or false, got "yes"/)
+    config.poll_store = true
+    expect(config.validate!.poll_store).to be(true)
+  end
+
   it "heartbeats every second (a close during a rebalance waits for it to complete), unless told otherwise" do
     expect(pairs["heartbeat.interval.ms"]).to eq("1000")
     expect(pairs("heartbeat.interval.ms": 3000)["heartbeat.interval.ms"]).to eq("3000")

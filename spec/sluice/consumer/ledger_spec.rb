@@ -112,6 +112,63 @@ RSpec.describe Sluice::Consumer::Ledger do
     end
   end
 
+  # poll(store: true): Native::Handoff#poll moves the message from lent to
+  # handed (push, then pop); the next read finishes it.
+  describe "a message poll(store: true) handed" do
+    def hand(ledger)
+      message = ledger.lend
+      ledger.handed << message
+      ledger.lent.pop
+      message
+    end
+
+    it "is done, and its offset storable, only once the application reads again" do
+      ledger.fill(drained(0..1))
+      m0 = hand(ledger)
+      expect(ledger.storable!).to be_empty
+      ledger.finish_handed
+      expect(ledger.handed).to be_empty
+      expect(ledger.storable!).to eq([m0])
+    end
+
+    it "holds back what is done above it in its partition (a read nested inside each_message's block)" do
+      ledger.fill(drained(0..1, partition: 0) + drained(0..0, partition: 1))
+      m0 = hand(ledger)
+      m1 = ledger.lend
+      other = ledger.lend
+      ledger.finish(m1)
+      ledger.finish(other)
+      expect(ledger.storable!).to eq([other])
+      ledger.finish_handed
+      expect(store({}, ledger.storable!)).to eq(["t", 0] => 2)
+      expect(m0.offset).to eq(0)
+    end
+
+    it "stays the application's when a read begins: it is not put back in the buffer" do
+      ledger.fill(drained(0..2))
+      m0 = hand(ledger)
+      ledger.lend # lent, not handed: an interrupt before the hand-off
+      ledger.return_lent
+      expect(ledger.handed).to eq([m0])
+      expect(lend_all.map(&:offset)).to eq([1, 2])
+    end
+
+    it "is forgotten when its partition is revoked: a late read stores nothing for it" do
+      ledger.fill(drained(0..1, partition: 0) + drained(0..0, partition: 1))
+      hand(ledger)
+      ledger.drop([["t", 0]], lent: true)
+      expect(ledger.handed).to be_empty
+      ledger.finish_handed
+      expect(ledger.storable!).to be_empty
+    end
+
+    it "the plain lease has no handed place; the storing lease is the ledger's own Arrays" do
+      expect(ledger.plain_lease).to eq([ledger.lent, nil]).and be_frozen
+      expect(ledger.storing_lease[0]).to be(ledger.lent)
+      expect(ledger.storing_lease[1]).to be(ledger.handed)
+    end
+  end
+
   describe "a seek" do
     it "drops the partition's buffered messages but keeps what is lent (it finishes)" do
       ledger.fill(drained(0..3))
@@ -204,6 +261,26 @@ RSpec.describe Sluice::Consumer::Ledger do
         expect(stored).to eq(["t", 0] => 3)
       end
       expect(steps).to be >= 2
+    end
+
+    it "finish_handed: stored once at most too far, never skipped, wherever it is interrupted" do
+      steps = 0
+      (1..).each do |nth|
+        ledger = described_class.new
+        ledger.fill(drained(0..1))
+        ledger.handed << ledger.lend
+        ledger.lent.pop
+        break unless interrupting_after(nth) { ledger.finish_handed }
+
+        steps += 1
+        ledger.finish_handed # the next read
+        finished = { 0 => true }
+        stored = store({}, ledger.storable!)
+        expect(stored).to eq(["t", 0] => 1)
+        finish_reading(ledger, finished, stored)
+        expect(stored).to eq(["t", 0] => 2)
+      end
+      expect(steps).to be >= 1
     end
 
     it "finish out of order: nothing stored unfinished, nothing skipped, wherever it is interrupted" do

@@ -85,6 +85,43 @@ RSpec.describe Sluice::Testing::Consumer do
     expect(consumer.committed).to eq("orders" => { 0 => 1 })
   end
 
+  it "poll(store: true) stores the message the poll before returned when it is read again, not at a commit" do
+    feed_orders("a", "b", "c")
+    consumer.subscribe("orders")
+    expect(consumer.poll(0, store: true).payload).to eq("a")
+    consumer.commit
+    expect(consumer.committed).to eq("orders" => { 0 => Sluice::Testing::Consumer::NO_OFFSET })
+    expect(consumer.poll(0, store: true).payload).to eq("b")
+    consumer.commit
+    expect(consumer.committed).to eq("orders" => { 0 => 1 })
+    expect(consumer.poll(0, store: true).payload).to eq("c")
+    consumer.commit # what close commits: "c" was handed, not finished
+    expect(consumer.committed).to eq("orders" => { 0 => 2 })
+  end
+
+  it "poll(store: true)'s message is finished by the next read of any kind, and refuses an unknown keyword" do
+    feed_orders("a", "b")
+    consumer.subscribe("orders")
+    consumer.poll(store: true)
+    consumer.each_message { |m| consumer.stop if m.payload == "b" }
+    consumer.commit
+    expect(consumer.committed).to eq("orders" => { 0 => 2 })
+    expect { consumer.poll(0, stor: true) }.to raise_error(ArgumentError, /unknown keyword: :stor/)
+  end
+
+  it "takes poll's store: from poll_store when a call does not pass it" do
+    storing = described_class.new(poll_store: true)
+    storing.feed(topic: "orders", payload: "a")
+    storing.feed(topic: "orders", payload: "b")
+    storing.subscribe("orders")
+    storing.poll
+    storing.poll
+    storing.commit
+    expect(storing.committed).to eq("orders" => { 0 => 1 })
+  ensure
+    storing&.close
+  end
+
   it "pause skips nothing: resume hands out what the partition still had" do
     feed_orders("a0", "b0", partition: 0)
     feed_orders("a1", "b1", partition: 1)
