@@ -257,7 +257,7 @@ OptionParser.new do |o|
   o.on("--messages M", Integer, "messages in the topic and per cell (default 1000000)") { |v| opts[:messages] = v }
   o.on("--consumers LIST", Array, "consumer counts (default 1,3,6)") { |v| opts[:consumers] = v.map { Integer(_1) } }
   o.on("--reps N", Integer, "repetitions of the matrix (default 1)") { |v| opts[:reps] = v }
-  o.on("--apis LIST", Array, "each_message,each_batch") { |v| opts[:apis] = v }
+  o.on("--apis LIST", Array, "each_message,each_batch (also: poll, poll_store_offset, poll_store, poll_store_config)") { |v| opts[:apis] = v }
   o.on("--modes LIST", Array, "fd,thread") { |v| opts[:modes] = v.map(&:to_sym) }
   o.on("--runner R", %w[thread fiber], "each consumer read by a thread (default) or a fiber") { |v| opts[:runner] = v.to_sym }
   o.on("--topic NAME", "default sluice-cbench (6 partitions; -crowd and -idle topics beside it)") { |v| opts[:topic] = v }

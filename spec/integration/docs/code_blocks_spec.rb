@@ -24,7 +24,7 @@ RSpec.describe "The docs' code blocks", :kafka, order: :defined, timeout: 180 do
   root = File.expand_path("../../..", __dir__)
   # The topics the blocks name (orders: the consumer examples read it from the start).
   topics = { "events" => 3, "orders" => 3, "payments" => 1, "users" => 1, "out" => 1 }
-  groups = %w[billing uppercase audit]
+  groups = %w[billing uppercase audit shipping]
   created = %w[clicks] # by the admin block, which deletes it again (unless an earlier run failed halfway)
   block_bound = 60 # s, for one block's process
 
