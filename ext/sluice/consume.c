@@ -475,7 +475,7 @@ static VALUE consumer_seek(VALUE self, VALUE partitions, VALUE timeout) {
  * with no Ruby method in between: a C method's return is no check. An
  * interrupt anywhere before leaves it lent: the next read hands it out again.
  */
-static ID id_lend_polled, id_store;
+static ID id_lend_polled, id_check_poll_timeout, id_store;
 static VALUE sym_store;
 
 /*
@@ -498,6 +498,8 @@ static VALUE poll_store_option(int argc, VALUE *argv) {
 
 static VALUE handoff_poll(int argc, VALUE *argv, VALUE self) {
     VALUE store = poll_store_option(argc, argv);
+    /* The usual timeout, a Fixnum >= 0, passes here; anything else is #check_poll_timeout's to accept or refuse. */
+    if (!FIXNUM_P(argv[0]) || FIX2LONG(argv[0]) < 0) rb_funcall(self, id_check_poll_timeout, 1, argv[0]);
     VALUE lease = rb_funcall(self, id_lend_polled, 2, argv[0], store);
     if (!RB_TYPE_P(lease, T_ARRAY) || RARRAY_LEN(lease) != 2) return Qnil;
     VALUE lent = RARRAY_AREF(lease, 0), handed = RARRAY_AREF(lease, 1);
@@ -510,6 +512,7 @@ static VALUE handoff_poll(int argc, VALUE *argv, VALUE self) {
 
 void sluice_init_consume(VALUE klass) {
     id_lend_polled = rb_intern("lend_polled");
+    id_check_poll_timeout = rb_intern("check_poll_timeout");
     id_store = rb_intern("store");
     sym_store = ID2SYM(id_store);
     rb_define_method(rb_define_module_under(sluice_mNative, "Handoff"), "poll", handoff_poll, -1);

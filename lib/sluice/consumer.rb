@@ -394,14 +394,16 @@ module Sluice
     # Consumer#poll's Ruby part: the next message, lent (see Native::Handoff#poll).
     # @return [Array(Array<Message>, Array<Message>, nil), nil] the lease (Ledger#storing_lease, Ledger#plain_lease)
     # @param store [Boolean, nil] nil: not given (config.poll_store)
+    # (The timeout was checked: a Fixnum >= 0 in C, anything else by #check_poll_timeout.)
     def lend_polled(timeout_ms, store)
-      # The usual timeout (an Integer) checked here: a call to #milliseconds costs poll 0.03 µs a message.
-      milliseconds(timeout_ms, "poll's timeout_ms") unless timeout_ms.is_a?(Integer) && timeout_ms >= 0 && timeout_ms <= MAX_INTEGER_MS
       open_client
       @inbox.poll(timeout_ms, store.nil? ? @poll_store : store)
     ensure
       after_reading if @close_after_reading # paid on every message: no call when no close waits
     end
+
+    # Consumer#poll's timeout when it is not a Fixnum >= 0 (Native::Handoff#poll passes those).
+    def check_poll_timeout(timeout_ms) = milliseconds(timeout_ms, "poll's timeout_ms")
 
     # The authentication or TLS failure that kept every broker down since the
     # reader last raised one, or nil: raised once per report, so a reader

@@ -84,6 +84,16 @@ module Sluice
 
       # A new buffer, once the old one was handed out.
       # @param items [Array] messages and control items, in the order drained
+      # #lend when the next item is a message, else nil (nothing buffered, or a control item to answer).
+      def lend_message
+        item = @items[@at]
+        return unless item.is_a?(Message)
+
+        @lent << item
+        @at += 1
+        item
+      end
+
       def fill(items)
         @items = items
         @at = 0
