@@ -82,8 +82,6 @@ module Sluice
         item
       end
 
-      # A new buffer, once the old one was handed out.
-      # @param items [Array] messages and control items, in the order drained
       # #lend when the next item is a message, else nil (nothing buffered, or a control item to answer).
       def lend_message
         item = @items[@at]
@@ -94,6 +92,8 @@ module Sluice
         item
       end
 
+      # A new buffer, once the old one was handed out.
+      # @param items [Array] messages and control items, in the order drained
       def fill(items)
         @items = items
         @at = 0
