@@ -86,6 +86,7 @@ module Sluice
       KEEP_POLLING = 1.0
       # Thread.handle_interrupt's mask for a move between two places (see above).
       DEFERRED = { Object => :never }.freeze
+      # Clock#now's clock, read by #poll without the call.
       MONOTONIC = Process::CLOCK_MONOTONIC
       # librdkafka's report (bundled build's patch 0008) that the group's
       # coordinator lacks KIP-848's ConsumerGroupHeartbeat.
