@@ -6,14 +6,16 @@ module Packaging
   # A Debian root made with debootstrap (--variant=minbase) holding Ruby and
   # nothing to build with: where the precompiled gem must install and load.
   # Kept in ~/.cache/sluice/roots/bare-SUITE, since debootstrap is most of
-  # what such a check costs; its packages are installed again only when the
-  # list changes (a stamp, as bin/test-root does). The gem an install leaves
-  # is uninstalled before and after (#uninstall), so the root stays bare.
-  # /proc and /dev are mounted while it is in use, with bin/test-root's care:
-  # /dev bound recursively and made a slave, so unmounting it never reaches
-  # the host's /dev; unmounted again by #release, or at exit.
+  # what such a check costs; made by bin/make-root, which makes every root
+  # the checks use: its packages are installed again only when the list
+  # changes (a stamp). The gem an install leaves is uninstalled before and
+  # after (#uninstall), so the root stays bare. /proc and /dev are mounted
+  # while it is in use (bin/make-root: /dev bound recursively and made a
+  # slave, so unmounting it never reaches the host's /dev); unmounted again
+  # by #release, or at exit.
   class BareRoot
     PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+    MAKE_ROOT = File.expand_path("../../bin/make-root", __dir__)
     ROOTS = File.join(ENV.fetch("XDG_CACHE_HOME", File.join(Dir.home, ".cache")), "sluice", "roots")
 
     attr_reader :path
@@ -33,9 +35,9 @@ module Packaging
       FileUtils.mkdir_p(ROOTS)
       @lock = File.open("#{@path}.lock", File::RDWR | File::CREAT, 0o644)
       @lock.flock(File::LOCK_EX)
-      debootstrap unless File.exist?(File.join(@path, ".sluice-debootstrap"))
-      mount
-      install unless File.exist?(stamp) && File.read(stamp) == wanted
+      Packaging.run({ "SLUICE_DEBIAN_MIRROR" => @mirror }, MAKE_ROOT, @path, @suite, ".sluice-bare", wanted, *@packages, *@debs)
+      at_exit { unmount } unless @mounted_before
+      @mounted_before = true
       self
     end
 
@@ -66,41 +68,8 @@ module Packaging
 
     private
 
-    def stamp = File.join(@path, ".sluice-bare")
-
     def wanted = [@suite, @mirror, *@packages, *@debs.map { |deb| File.basename(deb) }].join(" ")
 
-    # What a killed debootstrap left is removed without crossing into another file system: never
-    # through a /dev still bound from the host's.
-    def debootstrap
-      unmount
-      Packaging.run({}, "rm", "-rf", "--one-file-system", @path)
-      Packaging.run({}, "debootstrap", "--variant=minbase", @suite, @path, @mirror)
-      FileUtils.touch(File.join(@path, ".sluice-debootstrap"))
-    end
-
-    def install
-      debs = @debs.map { |deb| copy_in(deb) }
-      run("sh", "-c", 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -q -y --no-install-recommends "$@"',
-          "sh", *@packages, *debs)
-      File.write(stamp, wanted)
-    end
-
-    def mount
-      unmount # what a killed run left
-      Packaging.run({}, "mount", "-t", "proc", "proc", File.join(@path, "proc"))
-      Packaging.run({}, "mount", "--rbind", "/dev", File.join(@path, "dev"))
-      Packaging.run({}, "mount", "--make-rslave", File.join(@path, "dev"))
-      FileUtils.cp(%w[/etc/resolv.conf /etc/hosts], File.join(@path, "etc"))
-      at_exit { unmount } unless @mounted_before
-      @mounted_before = true
-    end
-
-    def unmount
-      dev = File.join(@path, "dev")
-      proc = File.join(@path, "proc")
-      system("umount", "-R", dev) if system("mountpoint", "-q", dev)
-      system("umount", proc) if system("mountpoint", "-q", proc)
-    end
+    def unmount = system(MAKE_ROOT, "unmount", @path)
   end
 end
