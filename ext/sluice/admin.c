@@ -25,8 +25,6 @@
 #include "partition_list.h"
 #include "values.h"
 
-VALUE sluice_cAdmin;
-
 struct metadata_args {
     client_t *c;
     const char *topic;
@@ -605,10 +603,16 @@ static VALUE admin_initialize(VALUE self, VALUE pairs) {
     return self;
 }
 
+/* An admin holds nothing besides the handle: the base releases it all (client_kind_t, client.h). */
+static const client_kind_t admin_kind = {
+    .name = "admin",
+    .closed_error = &sluice_eProducerClosed,
+};
+
 void sluice_init_admin(VALUE client) {
     rb_define_method(client, "partition_count", client_partition_count, 2);
 
-    VALUE klass = sluice_cAdmin = rb_define_class_under(sluice_mNative, "Admin", client);
+    VALUE klass = rb_define_class_under(sluice_mNative, "Admin", client);
     rb_define_method(klass, "initialize", admin_initialize, 1);
     rb_define_method(klass, "create_topic", admin_create_topic, 6);
     rb_define_method(klass, "delete_topic", admin_delete_topic, 3);
@@ -626,4 +630,5 @@ void sluice_init_admin(VALUE client) {
     rb_define_method(klass, "describe", admin_describe, 1);
     rb_define_method(klass, "watermarks", admin_watermarks, 3);
     rb_define_method(klass, "offsets_for_times", admin_offsets_for_times, 2);
+    sluice_client_kind(klass, &admin_kind);
 }

@@ -12,14 +12,16 @@
  * No librdkafka -> Ruby callback exists: the handle is created with the event
  * API (rd_kafka_conf_set_events) and #drain turns each event into plain data in
  * our own frame. User code runs later, in Ruby, where exceptions are caught.
+ *
+ * This file knows no client kind: what a kind owns besides the handle (a
+ * producer's topic handles, a consumer's queue and relay) it releases through
+ * the kind's table (client_kind_t in client.h; the tables are in produce.c,
+ * consumer.c and admin.c), at the points release_native marks.
  */
 #include "client.h"
 
-#include "admin.h"
-#include "consumer.h"
 #include "gate.h"
 #include "init.h"
-#include "produce.h"
 #include "relay.h"
 #include "resolve.h"
 #include "values.h"
@@ -56,29 +58,27 @@ static void close_pipe(client_t *c) {
     c->wake_r = c->wake_w = c->consumer.wake_r = c->consumer.wake_w = -1;
 }
 
-/* Releases every native resource; runs without the GVL. */
+/*
+ * Releases every native resource; runs without the GVL. The kind's steps
+ * (client_kind_t) come in between the base's, in this order: what it holds
+ * of the handle (a consumer's relay closed; a producer's topic handles), the
+ * main queue's wake-up unhooked, its own queues (a consumer's queue emptied,
+ * the main queue back from the relay), the main queue, the handle (with the
+ * kind's destroy flags), what outlived the handle (the relay), the pipes.
+ */
 static void release_native(client_t *c) {
+    const client_kind_t *kind = c->ops;
     if (c->pending) rd_kafka_event_destroy(c->pending);
     c->pending = NULL;
-    if (c->consumer.relay) sluice_relay_close(c->consumer.relay);
-    sluice_topics_release(c);
-    sluice_topic_confs_release(c);
+    if (kind && kind->release_start) kind->release_start(c);
     /* librdkafka must never write to a closed (possibly reused) fd number. */
     if (c->wake_w >= 0) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
-    if (c->consumer.queue) sluice_consumer_release(c);
-    /* Back from the background queue, whose thread rd_kafka_destroy stops
-     * first: events relayed later would wait there, holding what they refer
-     * to (brokers among them), and rd_kafka_destroy would wait for those. */
-    if (c->consumer.relay) rd_kafka_queue_forward(c->queue, NULL);
+    if (kind && kind->release_queues) kind->release_queues(c);
     rd_kafka_queue_destroy(c->queue);
-    /* A consumer whose close began has left the group as far as its
-     * deadline allowed (Consumer::Lifecycle): librdkafka's own close here
-     * would wait, unbounded, for what that close gave up on (a commit to a
-     * coordinator that is down, a rebalance). */
-    if (c->consumer.closing) rd_kafka_destroy_flags(c->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    int flags = kind && kind->destroy_flags ? kind->destroy_flags(c) : 0;
+    if (flags) rd_kafka_destroy_flags(c->rk, flags);
     else rd_kafka_destroy(c->rk);
-    if (c->consumer.relay) sluice_relay_free(c->consumer.relay);
-    c->consumer.relay = NULL;
+    if (kind && kind->release_end) kind->release_end(c);
     close_pipe(c);
     c->queue = NULL;
     c->rk = NULL;
@@ -94,18 +94,14 @@ static void client_free(void *p) {
     client_t *c = p;
     xfree(c->producer.free_slots);
     if (!c->rk) {
-        if (c->consumer.relay) sluice_relay_free(c->consumer.relay); /* creating the handle failed */
-        sluice_topic_confs_release(c);
-        sluice_consume_free(c); /* (destroyed: released already, a no-op) */
+        /* never created, or destroyed (released already: the hook finds nothing) */
+        if (c->ops && c->ops->free_unstarted) c->ops->free_unstarted(c);
         xfree(c);
         return;
     }
     if (sluice_forked(c->pid)) {
         /* A forked child never touches the parent's handle; our fd copies are ours to close. */
-        for (int i = 0; i < c->producer.topic_count; i++) free(c->producer.topics[i].name);
-        free(c->producer.topics);
-        sluice_topic_confs_release(c); /* plain memory: no librdkafka thread touches a topic conf */
-        sluice_consume_free(c);        /* the parent's events: only our copy of the list */
+        if (c->ops && c->ops->free_forked) c->ops->free_forked(c);
         close_pipe(c);
         xfree(c);
         return;
@@ -141,9 +137,31 @@ static const rb_data_type_t client_type = {
     .flags = RUBY_TYPED_FREE_IMMEDIATELY,
 };
 
+/* The kinds' tables, by class (sluice_client_kind): Producer, Consumer, Admin. */
+static struct {
+    VALUE klass;
+    const client_kind_t *kind;
+} kinds[4];
+static int kind_count;
+
+void sluice_client_kind(VALUE klass, const client_kind_t *kind) {
+    if (kind_count == (int)(sizeof(kinds) / sizeof(kinds[0]))) rb_raise(rb_eRuntimeError, "too many client kinds");
+    kinds[kind_count].klass = klass;
+    kinds[kind_count].kind = kind;
+    kind_count++;
+}
+
+static const client_kind_t *kind_of_class(VALUE klass) {
+    for (int i = 0; i < kind_count; i++)
+        if (klass == kinds[i].klass || RTEST(rb_class_inherited_p(klass, kinds[i].klass))) return kinds[i].kind;
+    return NULL;
+}
+
 static VALUE client_alloc(VALUE klass) {
     client_t *c;
+    const client_kind_t *kind = kind_of_class(klass);
     VALUE self = TypedData_Make_Struct(klass, client_t, &client_type, c);
+    c->ops = kind;
     c->wake_r = c->wake_w = c->consumer.wake_r = c->consumer.wake_w = -1;
     c->producer.inflight = c->producer.handle_class = c->producer.notifier = c->consumer.topic_names = c->consumer.closer = Qnil;
     c->pid = sluice_current_pid;
@@ -156,22 +174,27 @@ client_t *sluice_client_get(VALUE self) {
     return c;
 }
 
-/* What to call the client in an error message (only then: not on every call). */
-static const char *kind_name(VALUE self, const client_t *c) {
-    return c->kind == RD_KAFKA_CONSUMER ? "consumer" : rb_obj_is_kind_of(self, sluice_cAdmin) ? "admin" : "producer";
-}
+/* What to call the client in an error message, and what to raise once it is closed. */
+static const char *kind_name(const client_t *c) { return c->ops ? c->ops->name : "client"; }
+static VALUE closed_error(const client_t *c) { return c->ops ? *c->ops->closed_error : sluice_eProducerClosed; }
 
 client_t *sluice_client_open(VALUE self) {
     client_t *c = sluice_client_get(self);
     if (sluice_forked(c->pid)) {
-        const char *kind = kind_name(self, c);
+        const char *kind = kind_name(c);
         rb_raise(sluice_eForked, "this %s was created in process %d and cannot be used in forked process %d; "
                  "create a new %s in the child", kind, (int)c->pid, (int)sluice_current_pid, kind);
     }
-    if (c->closed || !c->rk)
-        rb_raise(c->kind == RD_KAFKA_CONSUMER ? sluice_eConsumerClosed : sluice_eProducerClosed, "%s is closed", kind_name(self, c));
+    if (c->closed || !c->rk) rb_raise(closed_error(c), "%s is closed", kind_name(c));
     return c;
 }
+
+void sluice_client_refuse(client_t *c) {
+    const char *why = c->ops && c->ops->refusal ? c->ops->refusal(c) : NULL;
+    if (why) rb_raise(closed_error(c), "%s", why);
+}
+
+void sluice_client_raise_closed(const client_t *c) { rb_raise(closed_error(c), "%s is closed", kind_name(c)); }
 
 rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const char *, const char *), client_t *c) {
     char errstr[512];

@@ -3,8 +3,12 @@
  * in the struct every client file shares, and what client.c provides them.
  *
  * Sluice::Native::Client is the base class (client.c: allocation,
- * configuration, destroy, fork; drain.c: the main queue); Producer, Consumer
- * and Admin are its subclasses. ext/sluice/README.md says which file adds what.
+ * configuration, destroy, fork; gate.c: the gate of GVL-released calls;
+ * drain.c: the main queue); Producer, Consumer and Admin are its subclasses.
+ * The base calls no kind's code by name: each kind registers a client_kind_t
+ * (below) with its class, and the base calls through it. The kinds' tables:
+ * producer_kind in produce.c, consumer_kind in consumer.c, admin_kind in
+ * admin.c. ext/sluice/README.md says which file adds what.
  */
 #ifndef SLUICE_CLIENT_H
 #define SLUICE_CLIENT_H
@@ -54,8 +58,38 @@ typedef struct {
     VALUE closer;              /* the thread running that close (nil before) */
 } consumer_part_t;
 
+typedef struct client client_t;
+
+/*
+ * What the base (client.c, gate.c) calls of a client's kind. Every hook may
+ * be NULL (nothing to do). The release hooks run without the GVL, on the
+ * struct or on a copy of it (a teardown in its own thread), in this order
+ * around the base's own steps:
+ *
+ *   release_start    before the main queue's wake-up pipe is unhooked
+ *   release_queues   then, before the main queue is destroyed
+ *   destroy_flags    rd_kafka_destroy_flags's flags (0: rd_kafka_destroy)
+ *   release_end      after the handle is destroyed, before the pipes close
+ */
+typedef struct client_kind {
+    const char *name;          /* what errors call it: "producer", "consumer", "admin" */
+    const VALUE *closed_error; /* what a call on a closed one raises (sluice.h's classes) */
+    /* Why a call of the calling thread is refused now (NULL: it is not), with the GVL;
+     * never raises. Asked by the gate for calls without unblock function. */
+    const char *(*refusal)(client_t *c);
+    void (*release_start)(client_t *c);
+    void (*release_queues)(client_t *c);
+    int (*destroy_flags)(const client_t *c);
+    void (*release_end)(client_t *c);
+    /* GC, when the handle was never created (what initialize allocated before it failed) */
+    void (*free_unstarted)(client_t *c);
+    /* GC in a forked child: the parent's handle is never touched, only our memory freed (fds: the base) */
+    void (*free_forked)(client_t *c);
+} client_kind_t;
+
 /* One librdkafka handle of any kind, and what its kind adds. */
-typedef struct {
+struct client {
+    const client_kind_t *ops;  /* its kind's table (from its class, at allocation); NULL for a bare Client */
     rd_kafka_t *rk;
     rd_kafka_type_t kind;
     rd_kafka_queue_t *queue;   /* main queue: delivery reports, errors, stats, oauth, logs */
@@ -69,11 +103,18 @@ typedef struct {
     int exhausted;             /* the last #drain stopped on its budget with events left */
     producer_part_t producer;
     consumer_part_t consumer;
-} client_t;
+};
+
+/* Registers kind as the table of klass and its subclasses (each kind's init, once). */
+void sluice_client_kind(VALUE klass, const client_kind_t *kind);
 
 client_t *sluice_client_get(VALUE self);
 /* The struct of a usable handle; raises for a closed one or one inherited through fork. */
 client_t *sluice_client_open(VALUE self);
+/* Raises its kind's closed error when its kind refuses the calling thread's call now (client_kind_t.refusal). */
+void sluice_client_refuse(client_t *c);
+/* Raises its kind's closed error ("consumer is closed"). */
+NORETURN(void sluice_client_raise_closed(const client_t *c));
 
 /*
  * A librdkafka configuration from [[name, value], ...] (Strings), log.queue on.

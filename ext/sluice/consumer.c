@@ -36,16 +36,9 @@ static int closer_p(client_t *c) {
     return thread == c->consumer.closer || rb_thread_local_aref(thread, id_sluice_caller) == c->consumer.closer;
 }
 
-void sluice_consumer_not_closing(client_t *c) {
-    if (c->consumer.closing && !closer_p(c)) rb_raise(sluice_eConsumerClosed, "consumer is closing");
-}
-
-/* The struct of a usable consumer; raises for a closed or closing one, or one inherited through fork. */
-client_t *sluice_consumer_open(VALUE self) {
-    client_t *c = sluice_client_open(self);
-    if (!c->consumer.queue) rb_raise(rb_eTypeError, "not a consumer");
-    sluice_consumer_not_closing(c);
-    return c;
+/* The consumer's refusal (client_kind_t): once its close began, every other thread's call. */
+static const char *closing_refusal(client_t *c) {
+    return c->consumer.closing && !closer_p(c) ? "consumer is closing" : NULL;
 }
 
 /*
@@ -235,7 +228,8 @@ static VALUE consumer_consumer_closed_p(VALUE self) {
     return rd_kafka_consumer_closed(sluice_consumer_open(self)->rk) ? Qtrue : Qfalse;
 }
 
-void sluice_consumer_release(client_t *c) {
+/* What a consumer holds besides the handle, released (release_native, no GVL). */
+static void consumer_release(client_t *c) {
     if (c->consumer.sasl_queue) {
         rd_kafka_queue_io_event_enable(c->consumer.sasl_queue, -1, NULL, 0);
         rd_kafka_queue_destroy(c->consumer.sasl_queue);
@@ -271,6 +265,50 @@ void sluice_consumer_release(client_t *c) {
     c->consumer.queue = NULL;
 }
 
+/* ---- the consumer's steps of the base's release (client_kind_t, client.h) ---- */
+
+static void release_start(client_t *c) {
+    if (c->consumer.relay) sluice_relay_close(c->consumer.relay);
+}
+
+static void release_queues(client_t *c) {
+    if (c->consumer.queue) consumer_release(c);
+    /* Back from the background queue, whose thread rd_kafka_destroy stops
+     * first: events relayed later would wait there, holding what they refer
+     * to (brokers among them), and rd_kafka_destroy would wait for those. */
+    if (c->consumer.relay) rd_kafka_queue_forward(c->queue, NULL);
+}
+
+/* A consumer whose close began has left the group as far as its deadline
+ * allowed (Consumer::Lifecycle): librdkafka's own close here would wait,
+ * unbounded, for what that close gave up on (a commit to a coordinator that
+ * is down, a rebalance). */
+static int destroy_flags(const client_t *c) { return c->consumer.closing ? RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE : 0; }
+
+static void release_end(client_t *c) {
+    if (c->consumer.relay) sluice_relay_free(c->consumer.relay);
+    c->consumer.relay = NULL;
+}
+
+static void free_unstarted(client_t *c) {
+    release_end(c);         /* creating the handle failed after the relay was made */
+    sluice_consume_free(c); /* (destroyed: released already, a no-op) */
+}
+
+static void free_forked(client_t *c) { sluice_consume_free(c); /* the parent's events: only our copy of the list */ }
+
+static const client_kind_t consumer_kind = {
+    .name = "consumer",
+    .closed_error = &sluice_eConsumerClosed,
+    .refusal = closing_refusal,
+    .release_start = release_start,
+    .release_queues = release_queues,
+    .destroy_flags = destroy_flags,
+    .release_end = release_end,
+    .free_unstarted = free_unstarted,
+    .free_forked = free_forked,
+};
+
 VALUE sluice_init_consumer(VALUE client) {
     VALUE klass = rb_define_class_under(sluice_mNative, "Consumer", client);
     rb_define_method(klass, "initialize", consumer_initialize, 1);
@@ -284,5 +322,6 @@ VALUE sluice_init_consumer(VALUE client) {
     rb_define_method(klass, "close_begin", consumer_close_begin, 0);
     rb_define_method(klass, "consumer_closed?", consumer_consumer_closed_p, 0);
     id_sluice_caller = rb_intern("sluice_caller");
+    sluice_client_kind(klass, &consumer_kind);
     return klass;
 }

@@ -6,11 +6,13 @@
  * the gate changes them, and it counts a call in with the GVL held, after the
  * checks that refuse it: #destroy and a consumer's close, which set their
  * flags with the GVL held, see every call that got past those checks.
+ *
+ * Like client.c it knows no client kind: a kind's refusal (a consumer's
+ * close) and its closed error come from its table (client_kind_t, client.h).
  */
 #include "gate.h"
 
 #include "client.h"
-#include "consumer.h"
 
 struct gate_call {
     void *(*fn)(void *);
@@ -33,11 +35,6 @@ static VALUE raise_pending_interrupts(VALUE unused) {
     return Qnil;
 }
 
-static VALUE refuse_if_closing(VALUE p) {
-    sluice_consumer_not_closing((client_t *)p);
-    return Qnil;
-}
-
 void sluice_gate_enter(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_function_t *ubf, void *ubf_arg,
                        void (*release)(void *)) {
     /* A call with an unblock function (a wait for events) is cut short by
@@ -47,14 +44,12 @@ void sluice_gate_enter(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_f
      * call, and what it serves meanwhile (the close's commit result, errors)
      * is still wanted. */
     struct gate_call b = {fn, arg, 0, ubf ? NULL : &c->calls};
+    const char *(*refusal)(client_t *) = !ubf && c->ops ? c->ops->refusal : NULL;
     for (;;) {
-        if (c->consumer.closing && c->kind == RD_KAFKA_CONSUMER && !ubf) {
-            int state = 0;
-            rb_protect(refuse_if_closing, (VALUE)c, &state);
-            if (state) {
-                if (release) release(arg);
-                rb_jump_tag(state);
-            }
+        const char *why = refusal ? refusal(c) : NULL;
+        if (why) {
+            if (release) release(arg);
+            rb_raise(*c->ops->closed_error, "%s", why);
         }
         /* checked and counted with the GVL held: a close starting now sees this call */
         if (b.calls) __atomic_add_fetch(b.calls, 1, __ATOMIC_SEQ_CST);
@@ -79,8 +74,7 @@ void sluice_gate_enter(client_t *c, void *(*fn)(void *), void *arg, rb_unblock_f
         }
         if (c->closed || !c->rk) {
             if (release) release(arg);
-            if (c->kind == RD_KAFKA_CONSUMER) rb_raise(sluice_eConsumerClosed, "consumer is closed");
-            rb_raise(sluice_eProducerClosed, "producer is closed");
+            sluice_client_raise_closed(c);
         }
     }
 }

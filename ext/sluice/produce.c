@@ -668,6 +668,28 @@ static VALUE producer_initialize(VALUE self, VALUE pairs) {
     return self;
 }
 
+/* ---- the producer's steps of the base's release (client_kind_t, client.h) ---- */
+
+static void producer_release_start(client_t *c) {
+    sluice_topics_release(c);
+    sluice_topic_confs_release(c);
+}
+
+/* A forked child: plain memory only (no librdkafka thread touches a topic conf; the topic handles are the parent's). */
+static void producer_free_forked(client_t *c) {
+    for (int i = 0; i < c->producer.topic_count; i++) free(c->producer.topics[i].name);
+    free(c->producer.topics);
+    sluice_topic_confs_release(c);
+}
+
+static const client_kind_t producer_kind = {
+    .name = "producer",
+    .closed_error = &sluice_eProducerClosed,
+    .release_start = producer_release_start,
+    .free_unstarted = sluice_topic_confs_release,
+    .free_forked = producer_free_forked,
+};
+
 VALUE sluice_init_produce(VALUE client) {
     VALUE klass = rb_define_class_under(sluice_mNative, "Producer", client);
     rb_define_method(klass, "initialize", producer_initialize, 1);
@@ -695,5 +717,6 @@ VALUE sluice_init_produce(VALUE client) {
     id_iv_topic = rb_intern("@topic");
     id_iv_label = rb_intern("@label");
     id_iv_notifier = rb_intern("@notifier");
+    sluice_client_kind(klass, &producer_kind);
     return klass;
 }

@@ -29,12 +29,6 @@ static int wake_open(selector_t *s) {
     return s->wake_r < 0 ? -1 : 0;
 }
 
-void sluice_selector_signal(selector_t *s) {
-    uint64_t one = 1;
-    if (write(s->wake_w, &one, sizeof(one)) < 0) {
-        /* EAGAIN: a wake-up is already pending */
-    }
-}
 #else
 static int wake_open(selector_t *s) {
     int fds[2];
@@ -42,12 +36,6 @@ static int wake_open(selector_t *s) {
     s->wake_r = fds[0];
     s->wake_w = fds[1];
     return 0;
-}
-
-void sluice_selector_signal(selector_t *s) {
-    if (write(s->wake_w, "", 1) < 0) {
-        /* EAGAIN: the pipe is full of wake-ups already */
-    }
 }
 #endif
 
@@ -183,14 +171,6 @@ static VALUE selector_remove(VALUE self, VALUE fd) {
 static VALUE selector_count(VALUE self) { return LONG2NUM(selector_open(self)->count); }
 
 /* ------------------------------------------------------------------ waiting */
-
-static void wait_ubf(void *p) { sluice_selector_signal(p); }
-
-void sluice_selector_blocking(selector_t *s, void *(*fn)(void *), void *arg) {
-    s->waiting++;
-    rb_thread_call_without_gvl2(fn, arg, wait_ubf, s);
-    s->waiting--;
-}
 
 /* The backend's wait, as Ruby sees it: the ready fds' tokens in an Array, the
  * interrupt fd's reported in *woken instead; raises for a failed wait. */

@@ -19,6 +19,8 @@
 
 #include "sluice.h"
 
+#include <unistd.h>
+
 #define SELECTOR_WAKE_TOKEN UINT32_MAX /* tokens are 0..INT32_MAX */
 #define SELECTOR_MAX_EVENTS 512        /* per epoll/kqueue wait; level-triggered, the rest come next wait */
 
@@ -71,12 +73,34 @@ int sluice_backend_remove(selector_t *s, int fd);
  */
 int sluice_backend_wait(selector_t *s, int timeout_ms, uint32_t *ready, int room);
 
-/* ---- selector.c, for the backends ---- */
+/*
+ * ---- for selector.c and the backends alike ----
+ * (here, not in selector.c, so a backend calls nothing of selector.c's: the
+ * two only meet through the functions above, and no call circle joins them)
+ */
+
+/* Makes a wait in progress (or the next one) return. */
+static inline void sluice_selector_signal(selector_t *s) {
+#ifdef SLUICE_WAKE_EVENTFD
+    uint64_t one = 1;
+    if (write(s->wake_w, &one, sizeof(one)) < 0) {
+        /* EAGAIN: a wake-up is already pending */
+    }
+#else
+    if (write(s->wake_w, "", 1) < 0) {
+        /* EAGAIN: the pipe is full of wake-ups already */
+    }
+#endif
+}
+
+static inline void sluice_selector_wait_ubf(void *s) { sluice_selector_signal(s); }
 
 /* fn(arg) without the GVL; #wakeup and Ruby interrupts end it early through the
  * interrupt fd. Never raises; fn does not run when an interrupt is already pending. */
-void sluice_selector_blocking(selector_t *s, void *(*fn)(void *), void *arg);
-/* Makes a wait in progress (or the next one) return. */
-void sluice_selector_signal(selector_t *s);
+static inline void sluice_selector_blocking(selector_t *s, void *(*fn)(void *), void *arg) {
+    s->waiting++;
+    rb_thread_call_without_gvl2(fn, arg, sluice_selector_wait_ubf, s);
+    s->waiting--;
+}
 
 #endif

@@ -1,5 +1,7 @@
 /*
- * Sluice::Native — module functions and the extension's entry point.
+ * Sluice::Native — module functions and the extension's entry point. What
+ * every file shares (the globals of sluice.h) is common.c's: this file only
+ * sets it up, so no file depends on the one that calls every init.
  *
  * ext/sluice/README.md maps the native surface: which file owns what, every
  * native class and method, who calls it from Ruby and why it is native.
@@ -7,48 +9,6 @@
 #include "sluice.h"
 
 #include "init.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <time.h>
-#include <unistd.h>
-
-VALUE sluice_mSluice;
-VALUE sluice_mNative;
-VALUE sluice_eConfigurationInvalid;
-VALUE sluice_eMessageInvalid;
-VALUE sluice_eProducerClosed;
-VALUE sluice_eConsumerClosed;
-VALUE sluice_eForked;
-
-volatile pid_t sluice_current_pid;
-
-static void sluice_atfork_child(void) { sluice_current_pid = getpid(); }
-
-int sluice_pipe(int fds[2]) {
-#ifdef HAVE_PIPE2
-    return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
-#else
-    if (pipe(fds) < 0) return -1;
-    for (int i = 0; i < 2; i++) {
-        if (fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK) < 0 || fcntl(fds[i], F_SETFD, FD_CLOEXEC) < 0) {
-            int err = errno;
-            close(fds[0]);
-            close(fds[1]);
-            errno = err;
-            return -1;
-        }
-    }
-    return 0;
-#endif
-}
-
-double sluice_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
 
 /*
  * Sluice::Native.error_descriptions -> [[code, name, description], ...]
@@ -85,8 +45,7 @@ static VALUE lookup_error(const char *name) {
  * The selector and the test hooks depend on no class.
  */
 void Init_sluice_ext(void) {
-    sluice_current_pid = getpid();
-    pthread_atfork(NULL, NULL, sluice_atfork_child);
+    sluice_track_pid();
     sluice_init_resolve();
 
     sluice_mSluice = rb_define_module("Sluice");

@@ -1,5 +1,6 @@
 /*
- * What every file of the sluice native driver shares: Ruby, librdkafka, the
+ * What every file of the sluice native driver shares (common.c defines it;
+ * Init_sluice_ext, in sluice.c, sets it up): Ruby, librdkafka, the
  * Sluice and Sluice::Native modules, the error classes, the fork check, pipes
  * and the clock. Each other concern has a header of its own (README.md).
  *
@@ -34,6 +35,9 @@ extern VALUE sluice_eForked;
  * is "closed": never destroyed, never waited on.
  */
 extern volatile pid_t sluice_current_pid;
+
+/* Sets it, and the atfork handler that keeps it current (Init_sluice_ext, once). */
+void sluice_track_pid(void);
 
 static inline int sluice_forked(pid_t owner_pid) { return owner_pid != sluice_current_pid; }
 
