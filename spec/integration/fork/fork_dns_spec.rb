@@ -11,7 +11,8 @@ RSpec.describe "fork while a broker name resolves slowly", :kafka do
   include PollingScenarios
 
   # The target is < 100 ms (each number is printed); the bound leaves room for a loaded machine.
-  let(:bound) { 1.0 }
+  let(:bound) { 3.0 }
+  let(:lookup) { "the broker thread's 120 s name lookup" }
 
   before(:context) do
     scenario = <<~'RUBY'
@@ -76,14 +77,14 @@ RSpec.describe "fork while a broker name resolves slowly", :kafka do
     expect(outcome).to be_success, outcome.describe
     puts "\n  #{TestKafka::MODE}: #{outcome["times"].map { |name, s| "#{name} #{s} s" }.join(", ")}"
     expect(outcome["times"].keys).to eq(%w[fork system backticks popen spawn])
-    outcome["times"].each { |name, seconds| expect(seconds).to be < bound, "#{name} took #{seconds} s" }
+    outcome["times"].each { |name, seconds| expect_elapsed(seconds, within: bound, guards: "#{name} waiting for #{lookup}") }
     expect(outcome["parent_works"]).to be(true)
   end
 
   it "leaves the parent's other Ruby threads running meanwhile" do
     expect(outcome).to be_success, outcome.describe
     puts "\n  #{TestKafka::MODE}: longest pause of another thread #{outcome["longest_pause"].round(4)} s"
-    expect(outcome["longest_pause"]).to be < bound
+    expect_elapsed(outcome["longest_pause"], within: bound, guards: "another thread held up for #{lookup}")
   end
 
   it "lets a child forked mid-lookup create a client that resolves a broker name, delivers and closes" do
