@@ -10,21 +10,7 @@ RSpec.describe "Polling in the mode under test", :kafka do
 
   describe "many producers in a fresh process" do
     before(:context) do
-      @scenarios = start_scenarios(many_producers: <<~'RUBY')
-        before = Thread.list.select(&:alive?)
-        producers = Array.new(25) { |i| make_producer(id: "many-#{i}") }
-        added = Thread.list.select(&:alive?) - before
-        reports = producers.map { |producer| producer.produce_sync(topic: "sluice-spec-many", payload: producer.id) }
-        poller = Sluice::Polling::Poller.instance
-        during = { count: poller.count, alive: poller.alive? }
-        producers.each(&:close)
-        result(
-          mode: MODE, ids: producers.map(&:id), added: added.size, added_names: added.map(&:name).sort,
-          delivered: reports.count { |r| r.error.nil? && r.offset >= 0 },
-          offsets: reports.map(&:offset).uniq.size, poller: during,
-          left_after_close: (Thread.list.select(&:alive?) - before).map(&:name)
-        )
-      RUBY
+      @scenarios = start_scenarios(many_producers: scenario_file("polling/many_producers"))
     end
 
     let(:outcome) { scenario_outcome(@scenarios, :many_producers) }

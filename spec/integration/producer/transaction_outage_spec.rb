@@ -195,27 +195,9 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
     include PollingScenarios
 
     it "closes and exits within close's bound, not the commit's (the trap runs between two commit calls)" do
-      code = <<~RUBY
-        producer = make_producer(kafka: { "bootstrap.servers": #{OwnBroker::BROKERS.inspect}, "transactional.id": "sluice-term-\#{rand(1 << 30)}" }) do |config|
-          config.max_wait_timeout = #{wait_ms}
-        end
-        producer.transaction { producer.produce_sync(topic: #{topic.inspect}, payload: "before") }
-        trap("TERM") { producer.close(timeout: #{wait_ms}) }
-        begin
-          producer.transaction do
-            producer.produce_async(topic: #{topic.inspect}, payload: "during")
-            $stdout.puts("READY")
-            $stdin.read(1) # the broker is killed, then TERM comes
-          end
-        rescue Sluice::Errors::BaseError => e
-          $stdout.puts("ENDED \#{e.class}")
-        end
-        $stdout.puts("CLOSED \#{producer.closed?}")
-      RUBY
-      script = "$LOAD_PATH.unshift(#{File.expand_path("../../../lib", __dir__).inspect}); require 'sluice'\n" \
-               "BROKERS = #{OwnBroker::BROKERS.inspect}; MODE = #{TestKafka::MODE.inspect}\n" \
-               "#{PollingScenarios::PRELUDE}\n#{code}"
-      Open3.popen2e(RbConfig.ruby, "-e", script) do |stdin, out, wait|
+      script = File.expand_path("../../support/scenarios/producer/sigterm_in_transaction.rb", __dir__)
+      env = { "KAFKA_BROKERS" => OwnBroker::BROKERS, "SLUICE_POLLING_MODE" => TestKafka::MODE.to_s }
+      Open3.popen2e(env, RbConfig.ruby, script, wait_ms.to_s, topic) do |stdin, out, wait|
         expect(out.gets).to eq("READY\n")
         OwnBroker.signal("KILL")
         stdin.write("x") # the block returns: the commit waits on the dead broker
