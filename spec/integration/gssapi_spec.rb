@@ -71,10 +71,9 @@ RSpec.describe "SASL GSSAPI (Kerberos)", :kafka, :own_broker do
     # A cache of its own: the other example's still holds sluice-client's ticket, which would do.
     ENV["KRB5CCNAME"] = "FILE:#{File.join(Kerberos::DIR, "ccache-nobody-#{TestKafka::MODE}")}"
     refused = producer("sasl.kerberos.principal": "nobody", "message.timeout.ms": 30_000)
-    started = monotonic
+    # No wall-clock bound: produce_sync waits max_wait_timeout (5 s), then raises WaitTimeoutError, not this.
     expect { refused.produce_sync(topic: Kerberos::TOPIC, partition: 0, payload: "refused") }
       .to raise_error(Sluice::Errors::AuthenticationError, /GSSAPI Error.*No Kerberos credentials available/)
-    expect(monotonic - started).to be < 10
   ensure
     ENV.update(Kerberos.env)
   end

@@ -8,67 +8,11 @@ require "json"
 # consumer/own_process_spec.rb);
 # groups include it explicitly (`include PollingScenarios`).
 #
-# Scenarios are Ruby scripts run by SpecHelpers#run_scenario in a process of
-# their own. A group starts all of its scenarios at once in before(:context)
-# (one thread per process, so they run in parallel) and each example asserts on
+# Scenarios are Ruby files (spec/support/scenarios/<area>/, which rubocop reads) run by
+# SpecHelpers#run_scenario_file in a process of their own. A group starts all of its scenarios at once
+# in before(:context) (one thread per process, so they run in parallel) and each example asserts on
 # one scenario's result: the Hash the script passed to `result(...)`.
 module PollingScenarios
-  # Prepended to every scenario script (BROKERS, MODE and sluice are there already).
-  PRELUDE = <<~'RUBY'
-    require "json"
-    $stdout.sync = true
-
-    # The scenario's outcome, read back by the spec (one line, JSON).
-    def result(data)
-      puts("SCENARIO-RESULT #{JSON.generate(data)}")
-    end
-
-    def make_producer(mode: MODE, kafka: {}, **settings)
-      Sluice::Producer.new do |config|
-        config.kafka = { "bootstrap.servers": BROKERS, "linger.ms": 1 }.merge(kafka)
-        config.polling.mode = mode
-        config.logger = Logger.new($stderr, level: Logger::ERROR)
-        settings.each { |name, value| config.public_send(:"#{name}=", value) }
-        yield config if block_given?
-      end
-    end
-
-    def sluice_thread_names = Thread.list.select(&:alive?).map(&:name).compact.grep(/\Asluice\./).sort
-    def os_threads = Dir.children("/proc/self/task").size
-    def fds = Dir.children("/proc/self/fd").size
-  RUBY
-
-  # Scenario helpers for forking: in_child { ... } runs the block in a child that
-  # reports its Hash back through a pipe; forked_error { ... } describes what it raised.
-  FORK_HELPERS = <<~'RUBY'
-    # Runs the block in a forked child; returns [child's Hash, child's Process::Status].
-    def in_child
-      reader, writer = IO.pipe
-      pid = fork do
-        reader.close
-        data = begin
-          yield
-        rescue Exception => e # rubocop:disable Lint/RescueException
-          { "child_error" => "#{e.class}: #{e.message}\n#{e.backtrace.first(5).join("\n")}" }
-        end
-        writer.write(JSON.generate(data))
-        writer.close
-      end
-      writer.close
-      data = JSON.parse(reader.read.then { |s| s.empty? ? "{}" : s })
-      reader.close
-      _, status = Process.wait2(pid)
-      [data, status]
-    end
-
-    def forked_error(&block)
-      block.call
-      "no error"
-    rescue Sluice::Errors::BaseError => e
-      { "class" => e.class.name, "closed_error" => e.is_a?(Sluice::Errors::ProducerClosedError), "message" => e.message }
-    end
-  RUBY
-
   # What a scenario process left behind.
   Outcome = Struct.new(:output, :status, :data, keyword_init: true) do
     def [](key) = data.fetch(key.to_s)
@@ -76,10 +20,15 @@ module PollingScenarios
     def describe = "exit status #{status.inspect}, output:\n#{output}"
   end
 
-  # Starts every scenario (name => code) in its own process, all at once.
+  # A scenario file, spec/support/scenarios/<name>.rb, and its ARGV.
+  ScenarioFile = Struct.new(:path, :args)
+
+  def scenario_file(name, *args) = ScenarioFile.new(File.expand_path("scenarios/#{name}.rb", __dir__), args)
+
+  # Starts every scenario (name => scenario_file) in its own process, all at once.
   def start_scenarios(timeout: 60, env: {}, **scenarios)
-    scenarios.to_h do |name, code|
-      thread = Thread.new { run_scenario(PRELUDE + code, timeout: timeout, env: env) }
+    scenarios.to_h do |name, scenario|
+      thread = Thread.new { run_scenario_file(scenario.path, *scenario.args, timeout: timeout, env: env) }
       thread.report_on_exception = false
       [name, thread]
     end

@@ -155,12 +155,23 @@ module SpecHelpers
   # A Ruby script run in its own process (fork, close-from-callback, ... can
   # wedge a process). Returns [stdout+stderr, Process::Status].
   def run_scenario(code, timeout: 60, env: {})
-    require "open3"
     script = "$LOAD_PATH.unshift(#{File.expand_path("../../lib", __dir__).inspect}); require 'sluice'\n" \
              "BROKERS = #{TestKafka::BROKERS.inspect}; MODE = #{TestKafka::MODE.inspect}\n#{code}"
+    run_scenario_process([RbConfig.ruby, "-e", script], timeout: timeout, env: env)
+  end
+
+  # The same for a scenario file (spec/support/scenarios/<area>/<name>.rb, which requires
+  # scenarios/setup.rb), given args as ARGV and the brokers and polling mode under test.
+  def run_scenario_file(path, *args, timeout: 60, env: {})
+    env = { "KAFKA_BROKERS" => TestKafka::BROKERS, "SLUICE_POLLING_MODE" => TestKafka::MODE.to_s }.merge(env)
+    run_scenario_process([RbConfig.ruby, path, *args.map(&:to_s)], timeout: timeout, env: env)
+  end
+
+  def run_scenario_process(command, timeout:, env:)
+    require "open3"
     # A process group of its own: a timeout kills the children it forked too
     # (they hold its output open, and the read below would wait for them).
-    Open3.popen2e(env, RbConfig.ruby, "-e", script, pgroup: true) do |stdin, out, wait|
+    Open3.popen2e(env, *command, pgroup: true) do |stdin, out, wait|
       stdin.close
       reader = Thread.new { out.read }
       unless wait.join(timeout)

@@ -48,7 +48,8 @@ RSpec.describe "Consumer close right after a rebalance", :kafka do
     readers.each(&:join)
     RSpec.configuration.reporter.message("    six closes after a rebalance (#{TestKafka::MODE}): #{seconds.map { |s| s.round(2) }.join(", ")} s")
     expect(consumers).to all(be_closed)
-    expect(seconds).to all(be <= (timeout_ms / 1000.0) + 1)
+    guards = "a close past its #{timeout_ms} ms timeout (librdkafka issue 4884: forever)"
+    seconds.each { |took| expect_elapsed(took, within: (timeout_ms / 1000.0) + 1, guards: guards) }
   ensure
     consumers&.each { |consumer| consumer.close unless consumer.closed? }
   end
@@ -86,7 +87,8 @@ RSpec.describe "Consumer close right after a rebalance", :kafka do
     end
     RSpec.configuration.reporter.message("    30 closes after the readers stopped (#{TestKafka::MODE}): max #{seconds.max.round(2)} s, " \
                                          "over 2 s: #{seconds.count { |s| s > 2 }}")
-    expect(seconds).to all(be <= (timeout_ms / 1000.0) + 1)
+    guards = "a close past its #{timeout_ms} ms timeout (librdkafka issue 4884: forever)"
+    seconds.each { |took| expect_elapsed(took, within: (timeout_ms / 1000.0) + 1, guards: guards) }
   ensure
     consumers&.each { |consumer| consumer.close unless consumer.closed? }
   end

@@ -38,16 +38,14 @@ RSpec.describe "OAuth client credentials against a JWKS-validating broker", :kaf
 
   def monitor_of(token_provider) = Sluice::Monitor.new(logger: Logger.new(nil)).tap { |monitor| monitor.subscribe(token_provider) }
 
-  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-
-  # The AuthenticationError produce_sync raises, and how long it took.
+  # The AuthenticationError produce_sync raises. No wall-clock bound: one at or above max_wait_timeout
+  # (10 s) told nothing apart, and a wait that ran out would raise WaitTimeoutError, not this.
   def refusal(monitor)
     producer = build_producer(kafka: sasl, monitor: monitor, max_wait_timeout: 10_000)
-    started = now
     producer.produce_sync(topic: topic, payload: "refused")
     raise "delivered without a valid token"
   rescue Sluice::Errors::AuthenticationError => e
-    [e, now - started]
+    e
   end
 
   it "authenticates a producer and a consumer with tokens from the token endpoint, and round-trips a message" do
@@ -64,17 +62,15 @@ RSpec.describe "OAuth client credentials against a JWKS-validating broker", :kaf
     "a token endpoint that is down" => [{ url: "http://127.0.0.1:1/token" }, /token endpoint .* not reachable/]
   }.each do |what, (options, message)|
     it "names #{what} within seconds, as an AuthenticationError of every read" do
-      error, took = refusal(monitor_of(provider(**options)))
+      error = refusal(monitor_of(provider(**options)))
       expect(error.kafka_error.message).to match(message)
-      expect(took).to be < 10
     end
   end
 
   it "names an expired token the endpoint gives" do
     @idp.lifetime = -30
-    error, took = refusal(monitor_of(provider))
+    error = refusal(monitor_of(provider))
     expect(error.kafka_error.message).to match(/gave a token that expired at/)
-    expect(took).to be < 10
   end
 
   it "is refused by the broker for a token signed with a key its JWKS lacks (the validator checks signatures)" do
@@ -84,8 +80,7 @@ RSpec.describe "OAuth client credentials against a JWKS-validating broker", :kaf
     forger.define_singleton_method(:token) do
       Sluice::Auth::TokenProvider::Token.new(token, (Time.now.to_i + 3600) * 1000, IdentityProvider::CLIENT, {})
     end
-    error, took = refusal(monitor_of(forger))
+    error = refusal(monitor_of(forger))
     expect(error.kafka_error.code).to eq(:authentication)
-    expect(took).to be < 15
   end
 end

@@ -230,7 +230,7 @@ RSpec.describe "The precompiled gem", :kafka, timeout: 900,
     it "names a principal its keytab has no key for: an AuthenticationError with GSSAPI's reason, long before the message times out" do
       expect(@refused).to include("error" => "Sluice::Errors::AuthenticationError")
       expect(@refused["message"]).to include("GSSAPI Error", "No Kerberos credentials available")
-      expect(@refused["seconds"]).to be < 30
+      # No wall-clock bound: produce_sync gives up after max_wait_timeout (5 s) with a WaitTimeoutError, not this.
     end
   end
 end

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "fileutils"
 require "open3"
 require "socket"
 require "tmpdir"
@@ -20,51 +21,12 @@ RSpec.describe "An application spec using Sluice::Testing", timeout: 90 do
 
   def connected?(seconds) = !IO.select([@server], nil, nil, seconds).nil?
 
-  application_spec = <<~RUBY
-    require "sluice/testing"
-
-    # What the application would have in lib/: a consumer that forwards orders.
-    class Forwarder
-      def initialize(consumer, producer) = (@consumer, @producer = consumer, producer)
-
-      def run
-        @consumer.subscribe("orders")
-        @consumer.each_message do |message|
-          raise "flaky" if message.payload == "retry-me" && (@failed = !@failed)
-
-          @producer.produce_sync(topic: "shipments", key: message.key, payload: message.payload.upcase)
-        end
-      end
-    end
-
-    RSpec.describe Forwarder do
-      let(:producer) do
-        Sluice::Testing.producer(partitions: { "shipments" => 4 }) { |config| config.kafka = { "bootstrap.servers": ENV.fetch("BROKERS") } }
-      end
-      let(:consumer) { Sluice::Testing::Consumer.new }
-
-      after { producer.close && consumer.close }
-
-      it "forwards every order, again after a failure" do
-        consumer.feed(topic: "orders", key: "a", payload: "first")
-        consumer.feed(topic: "orders", key: "b", payload: "retry-me")
-        forwarder = Forwarder.new(consumer, producer)
-
-        expect { forwarder.run }.to raise_error("flaky")
-        forwarder.run
-
-        expect(producer).to have_produced(topic: "shipments", payload: "FIRST").once
-        expect(producer).to have_produced(topic: "shipments", key: "b", payload: "RETRY-ME").once
-        consumer.commit
-        expect(consumer.committed).to eq("orders" => { 0 => 2 })
-      end
-    end
-  RUBY
+  application_spec = File.expand_path("../../support/scenarios/testing/forwarder_application.rb", __dir__)
 
   it "passes without connecting to anything" do
     lib = File.expand_path("../../../lib", __dir__)
     output, status = Dir.mktmpdir do |dir|
-      File.write(File.join(dir, "forwarder_spec.rb"), application_spec)
+      FileUtils.cp(application_spec, File.join(dir, "forwarder_spec.rb"))
       Open3.capture2e({ "BROKERS" => brokers }, RbConfig.ruby, "-I", lib, "-S", "rspec", "forwarder_spec.rb", chdir: dir)
     end
 
