@@ -109,7 +109,7 @@ RSpec.describe "sluice", :kafka, timeout: 120 do
         expect(result.code).to eq(1)
         expect(result.stderr)
           .to match(/\Asluice #{command}: no broker answered: 127\.0\.0\.1:1 \(Connection refused\), nonexistent\.invalid:9092 \(.+\)\n\z/)
-        expect_elapsed(result.seconds, within: 6, guards: "the default --timeout (10 s), waited out before saying so")
+        expect_elapsed(result.seconds, within: 8, guards: "the default --timeout (10 s), waited out before saying so")
       end
     end
 
