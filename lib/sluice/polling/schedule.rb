@@ -18,6 +18,7 @@ module Sluice
       # The earliest time due, or nil.
       def first_at = @heap.first&.first
 
+      # Schedules token's next poll at time (monotonic seconds).
       def push(time, token)
         @heap << [time, token]
         sift_up(@heap.size - 1)
@@ -31,6 +32,7 @@ module Sluice
         due.each(&)
       end
 
+      # Entries held (one per client, including gone ones not yet dropped).
       def size = @heap.size
 
       private
