@@ -1,8 +1,10 @@
 # frozen_string_literal: true
 
 # The benchmark matrix: producers x polling mode (x variant), one fresh process
-# per cell (bench/cell.rb), repetitions alternating the modes, median and
-# min-max reported. Writes bench/results/<time>.json, bench/RESULTS.md and
+# per cell (bench/cell.rb), each repetition running every contender (thread,
+# fd and, at the steady message count, C's cbench) in an order rotated from
+# one repetition to the next, median and min-max reported; the 1-minute load
+# average is recorded beside each cell. Writes bench/results/<time>.json, bench/RESULTS.md and
 # bench/RESULTS.png (gnuplot), and prints the table as it goes.
 #
 #   ruby bench/run.rb [--messages 1000,20000] [--reps 3] [--producers 1,2,5,10,25]
@@ -31,9 +33,11 @@ module Bench
 
     def run
       FileUtils.mkdir_p(File.join(ROOT, "bench/results"))
+      @cbench = build_cbench if @opts[:cbench]
+      @c_results = Hash.new { |h, producers| h[producers] = [] }
       @opts[:messages].each { |messages| @opts[:variants].each { |variant| matrix(variant, messages) } }
       scale if @opts[:scale]
-      ceiling if @opts[:cbench]
+      ceiling if @cbench
       write_results
     end
 
@@ -43,8 +47,14 @@ module Bench
       puts "== #{variant}: #{messages} messages x 100 bytes per producer, #{@opts[:reps]} reps"
       @opts[:producers].each do |producers|
         @opts[:reps].times do |rep|
-          modes = rep.even? ? %i[thread fd] : %i[fd thread] # alternate which mode goes first
-          modes.each { |mode| cell(mode: mode, producers: producers, messages: messages, variant: variant, rep: rep) }
+          # C runs among the modes, not after them all, so a load that comes and goes weighs on every contender
+          with_c = @cbench && messages == steady && variant == @opts[:variants].first
+          contenders = (with_c ? %i[thread fd c] : %i[thread fd]).rotate(rep)
+          contenders.each do |mode|
+            next c_cell(producers, rep) if mode == :c
+
+            cell(mode: mode, producers: producers, messages: messages, variant: variant, rep: rep)
+          end
         end
       end
       print_table(variant, messages)
@@ -52,18 +62,33 @@ module Bench
 
     def cell(mode:, producers:, messages:, variant:, rep:)
       args = ["--mode", mode.to_s, "--producers", producers.to_s, "--messages", messages.to_s, "--variant", variant]
+      load = load1
       out, err, status = Open3.capture3(RbConfig.ruby, File.join(__dir__, "cell.rb"), *args)
       raise "cell #{args.join(" ")} failed:\n#{err}\n#{out}" unless status.success?
 
-      result = JSON.parse(out.lines.last, symbolize_names: true).merge(rep: rep)
+      result = JSON.parse(out.lines.last, symbolize_names: true).merge(rep: rep, load1: load)
       @cells << result
       puts format("  %-10s %-6s producers=%-4d rep=%d  %9d msg/s  cpu %5.2f us/msg  p50 %7.1f ms  p99 %7.1f ms  " \
-                  "ruby threads %3d  os threads %4d  rss +%6.1f MB connected, +%6.1f MB after",
+                  "ruby threads %3d  os threads %4d  rss +%6.1f MB connected, +%6.1f MB after  load %.2f",
                   variant, mode, producers, rep, result[:rate], result[:cpu_us_per_msg], result[:p50_ms], result[:p99_ms],
                   result[:ruby_threads], result[:os_threads], mb(result[:rss_connected_kb] - result[:rss_before_kb]),
-                  mb(result[:rss_after_kb] - result[:rss_before_kb]))
+                  mb(result[:rss_after_kb] - result[:rss_before_kb]), load)
       result
     end
+
+    # One cbench run in the repetition's rotation (fd mode, the steady message count).
+    def c_cell(producers, rep)
+      load = load1
+      result = cbench(@cbench, producers, steady).merge("rep" => rep, "load1" => load)
+      @c_results[producers] << result
+      puts format("  %-10s %-6s producers=%-4d rep=%d  %9d msg/s  cpu %5.2f us/msg  load %.2f", "cbench", "c", producers, rep,
+                  result["rate"].to_f, c_cpu_us(result), load)
+    end
+
+    # The 1-minute load average when a cell starts: printed beside its row.
+    def load1 = File.read("/proc/loadavg").split.first.to_f
+
+    def c_cpu_us(result) = result["cpu_s"].to_f * 1e6 / result["delivered"].to_f
 
     def print_table(variant, messages)
       puts
@@ -73,17 +98,18 @@ module Bench
 
     def table(variant, messages)
       rows = ["| producers | thread msg/s (min-max) | fd msg/s (min-max) | improvement (medians) | " \
-              "fd/thread, paired (min-max) | Ruby threads thread/fd |",
-              "|---:|---:|---:|---:|---:|---:|"]
+              "fd/thread, paired (min-max) | Ruby threads thread/fd | load (1 min) |",
+              "|---:|---:|---:|---:|---:|---:|---:|"]
       @opts[:producers].each do |producers|
         thread = pick(variant, :thread, producers, messages)
         fd = pick(variant, :fd, producers, messages)
         next if thread.empty? || fd.empty?
 
         ratios = paired_ratios(thread, fd)
-        rows << format("| %d | %s | %s | %+.0f%% | %.2f (%.2f-%.2f) | %d / %d |", producers, summary(thread), summary(fd),
+        rows << format("| %d | %s | %s | %+.0f%% | %.2f (%.2f-%.2f) | %d / %d | %s |", producers, summary(thread), summary(fd),
                        (median(fd.map { _1[:rate] }) / median(thread.map { _1[:rate] }).to_f - 1) * 100,
-                       median(ratios), ratios.min, ratios.max, thread.first[:ruby_threads], fd.first[:ruby_threads])
+                       median(ratios), ratios.min, ratios.max, thread.first[:ruby_threads], fd.first[:ruby_threads],
+                       loads(thread + fd))
       end
       rows.join("\n")
     end
@@ -120,18 +146,20 @@ module Bench
     end
 
     # Raw librdkafka in C on the same broker: the ceiling (../shared/tools/cbench).
-    def ceiling
+    def build_cbench
       return puts("== cbench not found at #{CBENCH_SRC}") unless File.exist?(CBENCH_SRC)
 
-      binary = c_benchmark(CBENCH_SRC)
-      puts "== C ceiling (cbench, fd mode, #{steady} messages)"
-      @ceiling = @opts[:producers].to_h do |producers|
-        results = Array.new(@opts[:reps]) { cbench(binary, producers, steady) }
+      c_benchmark(CBENCH_SRC)
+    end
+
+    # C's cells ran within the repetitions (c_cell); here their medians, and one handle's memory.
+    def ceiling
+      @ceiling = @c_results.to_h do |producers, results|
         rate = median(results.map { _1["rate"].to_f })
         puts format("  cbench producers=%-3d %9d msg/s (median of %d)", producers, rate, results.size)
         [producers, { rate: rate, results: results }]
       end
-      @handle_rss = [1, 25].to_h { |producers| [producers, cbench(binary, producers, 1)["rss_kb"].to_i] }
+      @handle_rss = [1, 25].to_h { |producers| [producers, cbench(@cbench, producers, 1)["rss_kb"].to_i] }
     end
 
     def cbench(binary, producers, messages)
@@ -186,15 +214,17 @@ module Bench
         Generated by `bin/bench #{@opts[:argv].join(" ")}` on #{@started.utc.strftime("%Y-%m-%d %H:%M UTC")}.
         Machine: #{machine[:cpu]}, #{machine[:cores]} cores, #{machine[:memory]}; Ruby #{RUBY_VERSION}, librdkafka #{machine[:librdkafka]},
         Kafka #{machine[:kafka]} (single KRaft broker on loopback), topic with 1 partition, 100-byte payloads.
-        Each cell is a fresh process; #{@opts[:reps]} repetitions with the modes alternating; medians (min-max).
+        Each cell is a fresh process; in each of the #{@opts[:reps]} repetitions every contender (thread, fd, and C at
+        #{steady} messages) runs once, in an order rotated from one repetition to the next; medians (min-max).
         "fd/thread, paired" is the median of the per-repetition ratios of the two cells run back to back.
-        msg/s is measured from the first produce call to the last delivery report. The machine is shared
-        and noisy: compare ratios within one run.
+        Read CPU per message and the ratios to C first: they are what reproduces. Absolute msg/s figures
+        depend on the machine and on its load (shared here: the 1-minute load average is given beside each
+        row); msg/s is measured from the first produce call to the last delivery report.
 
+        #{ceiling_text}
         #{targets_text}
         #{variant_sections}
         #{enqueue_text}
-        #{ceiling_text}
         #{scale_text}
         ## Every cell (medians)
 
@@ -239,22 +269,27 @@ module Bench
 
       rows = @ceiling.map do |producers, c|
         async, many = %w[async many_async].map { |variant| pick(variant, :fd, producers, steady) }
-        rate = ->(cells) { median(cells.map { _1[:rate] }) }
-        cpu = ->(cells) { cells.empty? ? "-" : format("%.2f", median(cells.map { _1[:cpu_us_per_msg] })) }
-        share = ->(cells) { cells.empty? ? "-" : format("%.0f%%", rate.call(cells) * 100.0 / c[:rate]) }
+        c_cpu = median(c[:results].map { c_cpu_us(_1) })
+        cpu = ->(cells) { median(cells.map { _1[:cpu_us_per_msg] }) }
+        vs_c = lambda do |cells|
+          next "- | - | - | -" if cells.empty?
+
+          rate = median(cells.map { _1[:rate] })
+          format("%.2f | %.1fx | %d | %.0f%%", cpu.call(cells), cpu.call(cells) / c_cpu, rate, rate * 100.0 / c[:rate])
+        end
         c_rates = c[:results].map { _1["rate"].to_f }
-        c_cpu = median(c[:results].map { _1["cpu_s"].to_f * 1e6 / _1["delivered"].to_f })
-        format("| %d | %d (%d-%d) | %.2f | %d | %s | %s | %s | %s | %s |", producers, c[:rate], c_rates.min, c_rates.max, c_cpu,
-               rate.call(async), cpu.call(async), share.call(async), many.empty? ? "-" : rate.call(many), cpu.call(many), share.call(many))
+        format("| %d | %.2f | %s | %s | %d (%d-%d) | %s |", producers, c_cpu, vs_c.call(async), vs_c.call(many),
+               c[:rate], c_rates.min, c_rates.max, loads(async + many, c[:results].map { _1["load1"] }))
       end
       <<~MD
-        ## Against raw librdkafka in C (cbench, fd mode, same run)
+        ## CPU per message, and ratios to raw librdkafka in C (cbench, fd mode, same run)
 
-        Medians (min-max of C's #{@opts[:reps]} runs). CPU is the whole process's per delivered message, for C as for
-        sluice: the figure that moves least with the machine's other load.
+        Medians of #{@opts[:reps]} repetitions (C's min-max msg/s). CPU is the whole process's per delivered message,
+        for C as for sluice: the figure that moves least with the machine's other load. "CPU / C" is sluice's
+        CPU per message over C's; "msg/s / C" its throughput as a share of C's in the same repetitions.
 
-        | producers | C msg/s | C CPU µs/msg | sluice produce_async msg/s | CPU µs/msg | / C | sluice produce_many_async msg/s | CPU µs/msg | / C |
-        |---:|---:|---:|---:|---:|---:|---:|---:|---:|
+        | producers | C CPU µs/msg | produce_async CPU µs/msg | CPU / C | msg/s | msg/s / C | produce_many_async CPU µs/msg | CPU / C | msg/s | msg/s / C | C msg/s (min-max) | load (1 min) |
+        |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
         #{rows.join("\n")}
 
         cbench VmRSS with 1 handle: #{@handle_rss[1]} kB, with 25 handles: #{@handle_rss[25]} kB
@@ -357,6 +392,12 @@ module Bench
     end
 
     def mb(kilobytes) = kilobytes / 1024.0
+
+    # The 1-minute load averages recorded when the row's cells started: median (min-max).
+    def loads(cells, extra = [])
+      values = cells.filter_map { _1[:load1] } + extra.compact
+      values.empty? ? "-" : format("%.1f (%.1f-%.1f)", median(values), values.min, values.max)
+    end
   end
 end
 

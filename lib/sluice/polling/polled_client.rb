@@ -104,11 +104,9 @@ module Sluice
       # Everything on the queue, however long it takes.
       def drain_all = serve(-1)
 
-      # Not served for a whole periodic_poll_interval: the periodic poll is for
-      # clients whose pipe stayed silent, not for one that just had its turn.
-      def overdue?(time) = time - @served_at >= @periodic_poll_interval / 1000.0
-
-      # When the periodic poll is next due for this client.
+      # When the periodic poll is next due for this client: a whole
+      # periodic_poll_interval after it was last served, since the periodic poll
+      # is for clients whose pipe stayed silent, not for one that just had its turn.
       def next_poll_at = @served_at + (@periodic_poll_interval / 1000.0)
 
       # For a wait on the polling thread itself, where nobody else would serve

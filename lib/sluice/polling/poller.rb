@@ -9,7 +9,10 @@ module Sluice
     # selector (GVL released only while waiting), then serves each ready client
     # (PolledClient#serve: drain and dispatch) for at most its max_time; a client with
     # events left is re-signalled so the others get their turn. A client whose
-    # pipe stayed silent for a whole periodic_poll_interval is polled anyway.
+    # pipe stayed silent for a whole periodic_poll_interval is polled anyway:
+    # a Schedule (min-heap) says when the next one is due, and that wake-up also
+    # serves every client due within a batch window, so 1,000 idle clients cost
+    # a few wake-ups a second, not one each.
     #
     # Faults stay with the client that caused them: one whose serve raises is
     # reported and set aside for a backoff, the others are served as usual.
@@ -25,6 +28,10 @@ module Sluice
       MAX_BACKOFF = 1.0
       # Longest time (s) between two periodic polls when no client asks for sooner.
       DEFAULT_PERIOD = 1.0
+      # Longest time (s) a periodic poll runs ahead of a client's due time, so
+      # one wake-up serves the clients due close together (at most a quarter
+      # of the client's own interval, which keeps short intervals honest).
+      BATCH_WINDOW = 0.25
 
       @instance_mutex = Mutex.new
       @ids = 0
@@ -123,6 +130,7 @@ module Sluice
         @count = 0
         @thread = nil
         @next_token = 0
+        @schedule = Schedule.new
         @next_periodic = now + DEFAULT_PERIOD
         @failures = 0
         @waits = @wakeups = @rearms = @periodic_polls = 0
@@ -189,17 +197,30 @@ module Sluice
 
       # Clients whose pipe stayed silent still get polled: OAuth refresh and
       # anything else that does not wake us must not starve. One that was just
-      # served (say it spent its whole max_time) is not due yet.
+      # served (say it spent its whole max_time) is not due yet: its entry goes
+      # back for when it is. Only clients due within the batch window are
+      # looked at; the rest of the heap is untouched.
       def periodic_poll
         @periodic_polls += 1
         at = now
-        next_at = at + DEFAULT_PERIOD
-        @states.each do |token, state|
-          serve(state) if state.overdue?(at) && !@suspended.key?(token)
-          next_at = [next_at, state.next_poll_at].min
-        end
-        @next_periodic = next_at
+        @schedule.pop_until(at + BATCH_WINDOW) { |_, token| poll_due(token, at) }
+        first = @schedule.first_at
+        @next_periodic = first && first < at + DEFAULT_PERIOD ? first : at + DEFAULT_PERIOD
       end
+
+      def poll_due(token, time)
+        state = @states[token]
+        return if state.nil? || state.closed? # gone: its entry goes with it
+
+        if (retry_at = @suspended[token])
+          @schedule.push(retry_at, token) # resume_suspended serves it then
+        else
+          serve(state) if state.next_poll_at - time <= batch_window(state)
+          @schedule.push(state.next_poll_at, token)
+        end
+      end
+
+      def batch_window(state) = [BATCH_WINDOW, state.periodic_poll_interval / 4000.0].min
 
       def wait_timeout
         wake_at = @suspended.empty? ? @next_periodic : [@next_periodic, @suspended.each_value.min].min
@@ -245,6 +266,7 @@ module Sluice
         state.token = token
         @selector.add(state.wakeup_fd, token)
         @states = @states.merge(token => state).freeze
+        @schedule.push(state.next_poll_at, token)
         @next_periodic = [@next_periodic, state.next_poll_at].min # a shorter interval applies at once
         latch&.push(nil)
         state.instrument("poller.#{state.kind}_registered", poller_id: @id)

@@ -104,6 +104,24 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
       .not_to raise_error
   end
 
+  # Issue 44 item 4: idle clients' periodic polls are batched. 100 producers
+  # registered one after another have due times spread over their 200 ms
+  # interval; one wake-up serves every client due within the batch window
+  # (50 ms here), so the poller wakes a few times per interval, not once per
+  # client (which was ~100 times per interval before the Schedule).
+  it "batches idle producers' periodic polls: a few wake-ups per interval, however many producers" do
+    poller = Sluice::Polling::Poller.new
+    Array.new(100) { fd_producer(poller: poller, periodic_poll_interval: 200) }
+    before = poller.stats
+    window = 2.0
+    sleep(window) # the window measured, not a wait for an event
+    after = poller.stats
+
+    intervals = window / 0.2
+    expect(after[:periodic_polls] - before[:periodic_polls]).to be <= (intervals * 5) # window 50 ms: at most ~4 per interval
+    expect(after[:periodic_polls] - before[:periodic_polls]).to be >= intervals - 1 # and they still happen
+  end
+
   # polling.fd.max_time: "how long one producer may be drained per wake-up";
   # a producer with events left is re-signalled "so the others get their
   # turn". The busy producer's listener costs 0.1 ms per message (CPU work is
