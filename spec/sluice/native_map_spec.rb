@@ -96,6 +96,7 @@ RSpec.describe "The map of the native code (ext/sluice/README.md)" do
     "toxiproxy.json" => "bin/kafka writes it, under tmp/kafka/toxiproxy/",
     "krb5.conf" => "a Kerberos realm's (KAFKA_KERBEROS; spec/support/kerberos.rb makes one)",
     "block.rb" => "the file spec/integration/docs/code_blocks_spec.rb writes a code block to",
+    "forwarder_spec.rb" => "the name spec/sluice/testing/no_broker_spec.rb copies a scenario to",
     "resolv.conf" => "the system's, /etc/resolv.conf", "check_pf.c" => "glibc's source",
     "kafka-topics.sh" => "Kafka's tools", "kafka-consumer-groups.sh" => "Kafka's tools",
     "kafka-producer-perf-test.sh" => "Kafka's tools", "rbinstall.rb" => "Ruby's source (tool/rbinstall.rb)",
