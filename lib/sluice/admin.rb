@@ -25,6 +25,8 @@ module Sluice
     # rd_kafka_ConfigSource_t of settings made on the resource itself (what AlterConfigs replaces)
     DYNAMIC_SOURCE = { RESOURCE_TOPIC => 1, RESOURCE_BROKER => 2 }.freeze
     TIMED_OUT = KafkaError.number_for(:timed_out)
+    # librdkafka's "Local: Unknown partition" (see #watermark_offsets).
+    UNKNOWN_PARTITION = KafkaError.number_for(:unknown_partition)
     SETTLE_BACKOFF = 0.05 # s between metadata or config queries while a change propagates
     # The librdkafka built against has IncrementalAlterConfigs (2.2+).
     INCREMENTAL = Native::Admin.method_defined?(:incremental_alter_configs)
@@ -179,8 +181,15 @@ module Sluice
       topic = topic_name(topic)
       partition!(partition)
       deadline = now + (@config.max_wait_timeout / 1000.0)
-      code, low, high = LeaderWait.retrying(deadline, pending: LeaderWait::LEADER_PENDING) do
-        blocking(:watermark_offsets, topic) { |client, ms| client.watermarks(topic, partition, ms) }
+      code, low, high = query_watermarks(topic, partition, deadline)
+      if code == UNKNOWN_PARTITION
+        # librdkafka takes a partition missing from the topic it has cached as
+        # final, until the entry expires (metadata.max.age.ms, 15 minutes): a
+        # broker that was restarting answered with fewer partitions, and the
+        # rolling upgrade's lag poller failed on every call for minutes. The
+        # topic's metadata asked afresh replaces that entry; then once more.
+        blocking(:watermark_offsets, topic) { |client, ms| client.partition_count(topic, ms) }
+        code, low, high = query_watermarks(topic, partition, deadline)
       end
       fail!(:watermark_offsets, "#{topic}/#{partition}", code, nil) unless code.zero?
       [low, high]
@@ -209,6 +218,12 @@ module Sluice
     private
 
     # Metadata of the whole cluster (librdkafka 2.0.2 has no DescribeTopics or DescribeCluster).
+    def query_watermarks(topic, partition, deadline)
+      LeaderWait.retrying(deadline, pending: LeaderWait::LEADER_PENDING) do
+        blocking(:watermark_offsets, topic) { |client, ms| client.watermarks(topic, partition, ms) }
+      end
+    end
+
     def describe_all(action, subject)
       code, topics, brokers, cluster_id, controller_id = blocking(action, subject) { |client, ms| client.describe(ms) }
       fail!(action, subject, code, nil) unless code.zero?

@@ -134,6 +134,20 @@ RSpec.describe Sluice::Admin, :kafka do
       expect(admin.offsets_for_time(topic, before)).to eq(0 => 0, 1 => -1)
       expect(admin.offsets_for_time(topic, Time.now + 3600)).to eq(0 => -1, 1 => -1)
       expect { admin.watermark_offsets("#{topic}-missing", 0) }.to raise_error(Sluice::Errors::UnknownTopicError)
+      # Asked again after the topic's metadata was refreshed (#watermark_offsets), and still refused.
+      expect { admin.watermark_offsets(topic, 2) }.to raise_error(Sluice::Errors::UnknownTopicError, /unknown_partition/)
+    end
+
+    # librdkafka caches the topic with the partitions it saw and takes a
+    # partition missing there as final (until metadata.max.age.ms, 15 min):
+    # the rolling upgrade's lag poller failed for minutes after a restarting
+    # broker answered with fewer. Here the topic grows behind the cache's back.
+    it "reads a partition its cached view of the topic did not have yet" do
+      create(partitions: 1)
+      expect(admin.watermark_offsets(topic, 0)).to eq([0, 0]) # the topic cached with 1 partition
+      build_admin.create_partitions(topic, 2) # another client: this one's cache is not told
+
+      expect(admin.watermark_offsets(topic, 1)).to eq([0, 0])
     end
   end
 
