@@ -68,6 +68,13 @@ module Sluice
 
     # Reads outside a group: { topic => [partition, ...] } from the committed
     # (or auto.offset.reset) position, or { topic => { partition => offset } }.
+    # Replaces the assignment, as rdkafka-ruby's does: what was processed is
+    # stored first, and what was fetched and not handed out yet is dropped,
+    # so the next message is the new assignment's (a partition assigned
+    # again starts at its new offset, not with what was buffered from the
+    # old one). Called from another thread while one reads, the reader
+    # carries it out before it hands out anything else, and reports a
+    # failure as `error.occurred` (type consumer.assign_error).
     # @param assignments [Hash{String => Array<Integer>, Hash{Integer => Integer}}]
     # @return [nil]
     # @raise [ArgumentError] not such a Hash
@@ -88,7 +95,8 @@ module Sluice
           Array(partitions).map { |p| [topic, partition_number(p)] }
         end
       end
-      error = open_client.assign(pairs, false)
+      open_client
+      error = @inbox.reassign(pairs)
       raise Errors::ConsumerError.new("assign", KafkaError.from_tuple(error)) if error
     end
 

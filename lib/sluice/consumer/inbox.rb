@@ -116,7 +116,7 @@ module Sluice
         @reader_lock = Mutex.new
         @idle = ConditionVariable.new
         @idle_waiters = 0 # threads in #wait_idle (under @reader_lock)
-        @given_back = [] # #give_back calls from other threads, for the reader to carry out
+        @given_back = [] # [:seek, positions] and [:assign, pairs] of other threads, for the reader to carry out
         @workers = nil
       end
 
@@ -259,16 +259,27 @@ module Sluice
       def give_back(positions)
         return seek_back(positions) if reader?(Fiber.current)
 
-        @reader_lock.synchronize do
-          unless @reader # nobody reads, and no read starts meanwhile: what is lent was not finished
-            return_lent
-            next seek_back(positions)
-          end
-
-          @given_back << positions
-          @client.wake_messages # a waiting reader has nothing buffered, but a seek must not wait for its next message
-          nil
+        for_the_reader(:seek, positions) do
+          return_lent # nobody reads, and no read starts meanwhile: what is lent was not finished
+          seek_back(positions)
         end
+      end
+
+      # Consumer#assign: the assignment replaced. What is held of the old one
+      # goes with it, as in a revoke: what was processed is stored first, then
+      # librdkafka assigns, then every message buffered, lent or handed is
+      # dropped unread (librdkafka drops what it still queues of the old
+      # assignment itself; what was drained here comes from the old
+      # positions, so a partition assigned again would otherwise hand out its
+      # old buffer before the offset asked for). Left to the reader like a
+      # seek when another thread or fiber reads: its assign error is reported
+      # there (`error.occurred`, type consumer.assign_error).
+      # @param pairs [Array<Array(String, Integer)>, Array<Array(String, Integer, Integer)>]
+      # @return [Array, nil] the assign's error tuple
+      def reassign(pairs)
+        return replace_assignment(pairs) if reader?(Fiber.current)
+
+        for_the_reader(:assign, pairs) { replace_assignment(pairs) }
       end
 
       # Ends the current read (each_message, each_batch, poll): its wait, and
@@ -402,10 +413,37 @@ module Sluice
         end
       end
 
+      # Runs the block now when nobody reads (no read starts meanwhile), else
+      # leaves the action to the reader (#give_back_for_others), before it
+      # hands out anything else.
+      def for_the_reader(action, argument)
+        @reader_lock.synchronize do
+          next yield unless @reader
+
+          @given_back << [action, argument]
+          @client.wake_messages # a waiting reader has nothing buffered, but this must not wait for its next message
+          nil
+        end
+      end
+
       def give_back_for_others
-        @reader_lock.synchronize { @given_back.slice!(0..) }.each do |positions|
-          error = seek_back(positions)
-          @instrument.call("error.occurred", type: "consumer.seek_error", error: KafkaError.from_tuple(error)) if error
+        @reader_lock.synchronize { @given_back.slice!(0..) }.each do |action, argument|
+          error = action == :assign ? replace_assignment(argument) : seek_back(argument)
+          @instrument.call("error.occurred", type: "consumer.#{action}_error", error: KafkaError.from_tuple(error)) if error
+        end
+      end
+
+      # Stored, assigned and dropped in one step (see #reassign); a concurrent
+      # each_message's running blocks finish first, as before a revoke.
+      def replace_assignment(pairs)
+        Thread.handle_interrupt(DEFERRED) do
+          @workers&.before_revoke
+          store_processed
+          error = @client.assign(pairs, false)
+          held = @ledger.partitions
+          drop(held, lent: true)
+          @workers&.after_rebalance(held)
+          error
         end
       end
 

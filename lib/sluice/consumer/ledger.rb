@@ -222,6 +222,16 @@ module Sluice
         firsts
       end
 
+      # Every partition a message is held of: buffered, lent, handed or done.
+      # @return [Array<Array(String, Integer)>]
+      def partitions
+        held = {}
+        [@items.drop(@at), @lent, @handed, @done].each do |messages|
+          messages.each { |message| held[partition_of(message)] = true if message.is_a?(Message) }
+        end
+        held.keys
+      end
+
       private
 
       def partition_of(message) = [message.topic, message.partition]

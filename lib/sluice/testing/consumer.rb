@@ -110,13 +110,16 @@ module Sluice
       # @return [nil]
       def unsubscribe = @lock.synchronize { @subscription = [] } && nil
 
-      # Reads these partitions too, outside a group; an offset given moves the
-      # partition's position there (OFFSET_BEGINNING, OFFSET_END allowed).
+      # Reads these partitions (besides the subscribed topics), outside a
+      # group: they replace the ones an earlier assign gave, as
+      # Sluice::Consumer#assign's do. An offset given moves the partition's
+      # position there (OFFSET_BEGINNING, OFFSET_END allowed).
       # @param assignments [Hash] topic => [partition, ...] or topic => { partition => offset }
       # @return [nil]
       def assign(assignments)
         open!
         @lock.synchronize do
+          @assigned = {}
           assignments.each do |topic, partitions|
             (partitions.is_a?(Hash) ? partitions : Array(partitions).to_h { |p| [p, nil] }).each do |partition, offset|
               key = [topic_name(topic), partition_number(partition)]

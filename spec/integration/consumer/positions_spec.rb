@@ -148,6 +148,37 @@ RSpec.describe "Consumer positions", :kafka do
       seen = read_until(consumer, (first + 10)...(first + 50))
       expect((first + 10...(first + 50)).reject { |offset| seen.include?(offset) }).to eq([])
     end
+
+    # What the first read drained (the rest of the 50) came from the old
+    # position: an assign drops it, as librdkafka drops what it still queues.
+    it "hands out the new assignment's offset next, not what was buffered from the old one" do
+      first = produce(50)
+      consumer = consumer_at(first)
+      expect(consumer.poll(10_000)&.offset).to eq(first) # and the rest of the drain buffered
+      consumer.assign(topic => { 0 => first + 30 })
+      seen = read_until(consumer, (first + 30)...(first + 50))
+      expect(seen).to eq(((first + 30)...(first + 50)).to_a)
+    end
+
+    it "an assign from another thread while the reader is in its block: carried out before the next message" do
+      first = produce(50)
+      consumer = consumer_at(first)
+      in_block = Queue.new
+      go_on = Queue.new
+      assigner = Thread.new do
+        pop_within(in_block, 15)
+        consumer.assign(topic => { 0 => first + 30 })
+        go_on << true
+      end
+      seen = read_until(consumer, (first + 30)...(first + 50)) do |message|
+        next unless message.offset == first
+
+        in_block << true
+        pop_within(go_on, 15)
+      end
+      assigner.join
+      expect(seen).to eq([first, *((first + 30)...(first + 50))])
+    end
   end
 
   # A block that leaves without finishing (raise, break, return, throw) has not

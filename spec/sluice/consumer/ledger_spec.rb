@@ -112,6 +112,23 @@ RSpec.describe Sluice::Consumer::Ledger do
     end
   end
 
+  # Consumer#assign replaces the assignment: every partition a message is held of goes.
+  describe "the partitions held (an assign drops them all)" do
+    it "names each partition with a message buffered, lent, handed or done, and none with only control items" do
+      ledger.fill([*drained(0..1, partition: 0), [:eof, "t", 0, 2], *drained(0..1, partition: 1), *drained(0..0, partition: 2)])
+      p0a = ledger.lend
+      p0b = ledger.lend
+      ledger.finish(p0b) # done, held back by p0a
+      ledger.pass
+      ledger.handed << ledger.lend # poll(store: true)'s hand-over of partition 1's first
+      expect(ledger.partitions).to contain_exactly(["t", 0], ["t", 1], ["t", 2])
+      ledger.drop(ledger.partitions, lent: true)
+      expect([ledger.partitions, ledger.buffered?, ledger.lent, ledger.handed]).to eq([[], false, [], []])
+      expect(ledger.finish(p0a)).to be(false)
+      expect(ledger.storable!).to be_empty
+    end
+  end
+
   # poll(store: true): Native::Handoff#poll moves the message from lent to
   # handed (push, then pop); the next read finishes it.
   describe "a message poll(store: true) handed" do

@@ -37,6 +37,15 @@ RSpec.describe Sluice::Testing::Consumer do
     expect(consumer.poll&.payload).to eq("x")
   end
 
+  it "replaces what an earlier assign gave, as the real consumer does" do
+    consumer.feed(topic: "other", payload: "x")
+    feed_orders("a")
+    consumer.assign("other" => [0])
+    consumer.assign("orders" => [0])
+    expect(consumer.assignment).to eq("orders" => [0])
+    expect([consumer.poll&.payload, consumer.poll]).to eq(["a", nil])
+  end
+
   it "stores an offset after each_message's block finished; commit commits what is stored" do
     feed_orders("a", "b")
     consumer.subscribe("orders")
