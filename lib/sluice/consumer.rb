@@ -404,7 +404,7 @@ module Sluice
     # @param store [Boolean, nil] nil: not given (config.poll_store)
     # (The timeout was checked: a Fixnum >= 0 in C, anything else by #check_poll_timeout.)
     def lend_polled(timeout_ms, store)
-      open_client
+      open_client if @status == :closed || @client.forked? # #open_client's checks without its call: to raise
       @inbox.poll(timeout_ms, store.nil? ? @poll_store : store)
     ensure
       after_reading if @close_after_reading # paid on every message: no call when no close waits

@@ -111,6 +111,7 @@ module Sluice
         @ledger = Ledger.new
         @storing_lease = @ledger.storing_lease
         @plain_lease = @ledger.plain_lease
+        @lent, @handed = @storing_lease # the ledger's own Arrays, looked at by #poll without a call
         @stopped = false
         @reader = nil
         @reader_lock = Mutex.new
@@ -141,7 +142,15 @@ module Sluice
       # read as #reading's, without the block: poll pays for every message.
       def poll(timeout_ms, store)
         fiber = Fiber.current
-        take_slot(fiber)
+        # #take_slot, inline but for its rare part: poll pays this on every message.
+        if @reader.nil? && !@reader_lock.locked?
+          @reader = fiber
+          @stopped = false
+          return_lent unless @lent.empty?
+        else
+          @reader_lock.synchronize { claim(fiber) }
+        end
+        @ledger.finish_handed unless @handed.empty?
         # The usual case first, in one step: a message buffered, nothing to
         # answer or carry out before it, no keepalive poll due (#take's checks).
         # (The clock read without #now: a frame less on every message.)
