@@ -139,8 +139,9 @@ module Sluice
       # Consumer#poll's read: the next message (lent) within timeout_ms, and
       # the lease Native::Handoff#poll hands it over from (Ledger#storing_lease
       # with store: the message goes on to handed); nil when none came. A
-      # read as #reading's, without the block: poll pays for every message.
-      def poll(timeout_ms, store)
+      # read as #reading's, without the block: poll pays for every message,
+      # so its usual case is written out in line, not split into methods.
+      def poll(timeout_ms, store) # rubocop:disable Metrics/CyclomaticComplexity, Metrics/PerceivedComplexity -- one frame
         fiber = Fiber.current
         # #take_slot, inline but for its rare part: poll pays this on every message.
         if @reader.nil? && !@reader_lock.locked?
