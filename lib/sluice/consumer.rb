@@ -268,6 +268,10 @@ module Sluice
     # Commits the stored offsets, or the given ones ({ topic => { partition =>
     # offset of the next message to read } }). Synchronous unless async: then
     # the result is reported by consumer.offsets_committed (and error.occurred).
+    # What each_message's blocks finished is stored first when this is called
+    # from the reader (its block) or while nobody reads; from another thread
+    # while one reads, what the reader stored so far is committed (the
+    # reader's bookkeeping is its own: it stores the rest before its next drain).
     # (commit("orders" => { ... }) without braces arrives as keywords: by_topic.)
     # @param offsets [Hash{String => Hash{Integer => Integer}}, nil] nil: the stored offsets
     # @param async [Boolean]
@@ -285,7 +289,7 @@ module Sluice
 
         partitions.map { |partition, offset| [topic_name(topic), partition_number(partition), offset_number(offset)] }
       end
-      @inbox.store_processed unless @inbox.parallel? && !@inbox.reader?(Fiber.current) # a block's thread: the reader stores
+      @inbox.store_processed if @inbox.reader?(Fiber.current) || !@inbox.reading? # another thread's: the reader stores
       check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
       nil
     end

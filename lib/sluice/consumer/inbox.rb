@@ -126,9 +126,6 @@ module Sluice
       # a rebalance (what it holds of the partitions given up is dropped).
       attr_writer :workers
 
-      # A concurrent each_message reads (its workers may call the consumer from their threads).
-      def parallel? = !@workers.nil?
-
       # #stop was called and no read began since.
       def stopped? = @stopped
 
