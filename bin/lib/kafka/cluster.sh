@@ -12,8 +12,10 @@ CLUSTER_HEAP_OPTS="${KAFKA_CLUSTER_HEAP_OPTS:--Xms256m -Xmx512m}"
 # A second cluster (other ports) keeps its nodes and lock apart from the default one.
 CLUSTER_NAME="cluster"
 [[ "$CLUSTER_PORT" == 19092 ]] || CLUSTER_NAME="cluster-$CLUSTER_PORT"
+# shellcheck disable=SC2153 # BASE: common.sh's
 CLUSTER_LOCK="$BASE/.$CLUSTER_NAME.lock"
 
+# shellcheck disable=SC2034 # the per-broker variables: broker.sh's functions read them
 cluster_node() { # cluster_node N: the per-broker variables (DIR, PROPS, PIDFILE, ...) now mean node N
   [[ "$1" =~ ^[1-3]$ ]] || die "no cluster node '$1' (nodes are 1, 2 and 3)"
   NODE="$1"

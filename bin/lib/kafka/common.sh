@@ -4,6 +4,7 @@
 # invocations, and the port and process checks every other part uses.
 
 HOST="127.0.0.1"
+# shellcheck disable=SC2034 # the files sourced after this one read it
 BASE="$ROOT/tmp/kafka"
 
 say() { printf 'kafka: %s\n' "$*"; }
@@ -29,6 +30,7 @@ lock() { # lock FILE
 unlock() { exec 9>&-; }
 
 port_open() { # port_open PORT -> 0 if something accepts TCP connections on 127.0.0.1:PORT
+  # shellcheck disable=SC2016 # $0 and $1: the inner shell's arguments
   timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$HOST" "$1" 2>/dev/null
 }
 

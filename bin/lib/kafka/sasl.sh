@@ -3,6 +3,7 @@
 # SCRAM-SHA-512 and PLAIN): OAUTHBEARER validated against a JWKS (KAFKA_OAUTH_JWKS_URL), GSSAPI
 # (KAFKA_KERBEROS), and its SCRAM users (the test user made at format time, `bin/kafka scram-user`).
 
+# shellcheck disable=SC2034 # single.sh's cmd_start formats storage with it
 SCRAM_USER='SCRAM-SHA-512=[name=alice,password=alice-secret]' # the single broker's test user
 
 # The SASL_PLAINTEXT listener's OAUTHBEARER tokens validated for real (KAFKA_OAUTH_JWKS_URL): signed JWTs

@@ -11,26 +11,29 @@ KAFKA_SSL_PORT="${KAFKA_SSL_PORT:-9096}"
 KAFKA_SASL_SSL_PORT="${KAFKA_SASL_SSL_PORT:-9097}"
 KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms512m -Xmx1g}"
 # broker.sh's per-broker variables: this broker's, unless cluster_node (cluster.sh) makes them a node's.
-HEAP_OPTS="$KAFKA_HEAP_OPTS"
-DIR="$BASE/$KAFKA_PORT"
-DATA="$DIR/data"
-PIDFILE="$DIR/kafka.pid"
-PROPS="$DIR/server.properties"
-LOG4J="$DIR/log4j.properties"
-LOGFILE="$DIR/server.log"
-OUTFILE="$DIR/kafka.out"
+# shellcheck disable=SC2034 # broker.sh's functions read them
+{
+  HEAP_OPTS="$KAFKA_HEAP_OPTS"
+  DIR="$BASE/$KAFKA_PORT"
+  DATA="$DIR/data"
+  PIDFILE="$DIR/kafka.pid"
+  PROPS="$DIR/server.properties"
+  LOG4J="$DIR/log4j.properties"
+  LOGFILE="$DIR/server.log"
+  OUTFILE="$DIR/kafka.out"
+  READY_PORTS="$KAFKA_PORT $KAFKA_SASL_PORT $KAFKA_SCRAM_PORT $KAFKA_SSL_PORT $KAFKA_SASL_SSL_PORT"
+  WHERE="${HOST}:${KAFKA_PORT} (sasl ${KAFKA_SASL_PORT}, scram/plain ${KAFKA_SCRAM_PORT}, ssl ${KAFKA_SSL_PORT}, sasl_ssl ${KAFKA_SASL_SSL_PORT}, controller ${KAFKA_CONTROLLER_PORT})"
+}
 
 SINGLE_PORTS="$KAFKA_PORT $KAFKA_CONTROLLER_PORT $KAFKA_SASL_PORT $KAFKA_SCRAM_PORT $KAFKA_SSL_PORT $KAFKA_SASL_SSL_PORT"
 for p in $SINGLE_PORTS; do
+  # shellcheck disable=SC2015 # either test failing means an invalid port
   [[ "$p" =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || die "invalid port: $p"
 done
 [[ "$(tr ' ' '\n' <<<"$SINGLE_PORTS" | sort -u | wc -l)" -eq 6 ]] ||
   die "KAFKA_PORT, KAFKA_CONTROLLER_PORT, KAFKA_SASL_PORT, KAFKA_SCRAM_PORT, KAFKA_SSL_PORT and KAFKA_SASL_SSL_PORT must differ"
 [[ "$KAFKA_PORT" != "$KAFKA_CONTROLLER_PORT" && "$KAFKA_PORT" != "$KAFKA_SASL_PORT" &&
   "$KAFKA_CONTROLLER_PORT" != "$KAFKA_SASL_PORT" ]] || die "KAFKA_PORT, KAFKA_CONTROLLER_PORT and KAFKA_SASL_PORT must differ"
-
-READY_PORTS="$KAFKA_PORT $KAFKA_SASL_PORT $KAFKA_SCRAM_PORT $KAFKA_SSL_PORT $KAFKA_SASL_SSL_PORT"
-WHERE="${HOST}:${KAFKA_PORT} (sasl ${KAFKA_SASL_PORT}, scram/plain ${KAFKA_SCRAM_PORT}, ssl ${KAFKA_SSL_PORT}, sasl_ssl ${KAFKA_SASL_SSL_PORT}, controller ${KAFKA_CONTROLLER_PORT})"
 
 # --------------------------------------------------------------------------------------- config
 write_config() {
@@ -133,7 +136,7 @@ cmd_start() {
 
 # --------------------------------------------------------------------------------------- stop
 cmd_stop() {
-  local pid i
+  local pid
   lock "$DIR/.lock"
   if ! pid="$(broker_pid)"; then
     rm -f "$PIDFILE"

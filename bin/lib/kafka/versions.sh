@@ -68,7 +68,7 @@ EOF
     prefix <"$work/mvn.log" >&2
     die "maven failed to fetch the Kafka jars (see above)"
   fi
-  ls "$work/libs"/kafka_"${SCALA_VERSION}"-*.jar >/dev/null 2>&1 || die "maven finished but kafka_${SCALA_VERSION} jar is missing"
+  ls "$work/libs/kafka_${SCALA_VERSION}"-*.jar >/dev/null 2>&1 || die "maven finished but kafka_${SCALA_VERSION} jar is missing"
   rm -rf "$LIBS"
   mkdir -p "$(dirname "$LIBS")"
   mv "$work/libs" "$LIBS"
