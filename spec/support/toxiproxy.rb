@@ -73,7 +73,7 @@ module Toxiproxy
     # says so; bin/test-cluster counts the restarts from toxiproxy's log.
     DOWN = [Errno::ECONNREFUSED, Errno::ECONNRESET, EOFError].freeze
     RESTART_WAIT = 15 # s
-    # The supervisor's pid (bin/kafka: toxiproxy_start); the server is its child.
+    # The supervisor's pid (bin/kafka's toxiproxy_start, in bin/lib/kafka/toxiproxy.sh); the server is its child.
     SUPERVISOR_PID_FILE = File.expand_path("../../tmp/kafka/#{API.port == 8474 ? "toxiproxy" : "toxiproxy-#{API.port}"}/toxiproxy.pid",
                                            __dir__)
 
