@@ -4,8 +4,11 @@
 # invocations, and the port and process checks every other part uses.
 
 HOST="127.0.0.1"
+# The physical path: a broker is known by the path of its config in its command line, and a checkout
+# whose tmp/kafka links to another's must see that one's brokers as its own (not "not running", with
+# their data then removed by stop).
 # shellcheck disable=SC2034 # the files sourced after this one read it
-BASE="$ROOT/tmp/kafka"
+BASE="$(realpath -m "$ROOT/tmp/kafka")"
 
 say() { printf 'kafka: %s\n' "$*"; }
 err() { printf 'kafka: %s\n' "$*" >&2; }

@@ -45,6 +45,26 @@ RSpec.describe "Consumer positions", :kafka do
 
   def committed_offset(consumer) = consumer.committed.dig(topic, 0)
 
+  # read_until, with action run on another thread while the reader's block
+  # holds the message at offset (the block returns once action did).
+  def read_acted_on_from_another_thread(consumer, range, offset:, &action)
+    reached = Queue.new
+    done = Queue.new
+    other = Thread.new do
+      pop_within(reached, 15)
+      action.call
+      done << true
+    end
+    read_until(consumer, range) do |message|
+      next unless message.offset == offset
+
+      reached << true
+      pop_within(done, 15)
+    end
+  ensure
+    other&.join
+  end
+
   describe "pause and resume" do
     it "hands out every message after a pause and resume inside each_message, and commits no further than processed" do
       first = produce(200)
@@ -92,21 +112,10 @@ RSpec.describe "Consumer positions", :kafka do
     it "hands out every message after a pause and resume from another thread while the reader is in its block" do
       first = produce(100)
       consumer = consumer_at(first)
-      reached = Queue.new
-      done = Queue.new
-      other = Thread.new do
-        reached.pop
+      seen = read_acted_on_from_another_thread(consumer, first...(first + 100), offset: first + 5) do
         consumer.pause(topic, 0)
         consumer.resume(topic, 0)
-        done << true
       end
-      seen = read_until(consumer, first...(first + 100)) do |message|
-        next unless message.offset == first + 5
-
-        reached << true
-        done.pop
-      end
-      other.join
 
       expect((first...(first + 100)).reject { |offset| seen.include?(offset) }).to eq([])
       expect(seen.first(7)).to eq((first..(first + 6)).to_a)
@@ -163,20 +172,9 @@ RSpec.describe "Consumer positions", :kafka do
     it "an assign from another thread while the reader is in its block: carried out before the next message" do
       first = produce(50)
       consumer = consumer_at(first)
-      in_block = Queue.new
-      go_on = Queue.new
-      assigner = Thread.new do
-        pop_within(in_block, 15)
+      seen = read_acted_on_from_another_thread(consumer, (first + 30)...(first + 50), offset: first) do
         consumer.assign(topic => { 0 => first + 30 })
-        go_on << true
       end
-      seen = read_until(consumer, (first + 30)...(first + 50)) do |message|
-        next unless message.offset == first
-
-        in_block << true
-        pop_within(go_on, 15)
-      end
-      assigner.join
       expect(seen).to eq([first, *((first + 30)...(first + 50))])
     end
   end
