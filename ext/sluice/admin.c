@@ -4,7 +4,8 @@
  * Every request is sent with the handle's main queue as its reply queue and a
  * request number as its opaque: the result arrives like any other main-queue
  * event, so the poller (:fd) or the client's polling thread (:thread) serves
- * it, and #drain hands it to Ruby as plain data (sluice_admin_result) with
+ * it, and #drain hands it to Ruby as plain data (admin_result, the admin's
+ * client_kind_t.result) with
  * that number. No queue, pipe or thread exists per request; what a request
  * allocates (topic specs, config resources, admin options) is released before
  * the send method returns: librdkafka copies it.
@@ -17,7 +18,6 @@
  *
  * Sluice::Native::Client#partition_count (metadata) lives here too.
  */
-#include "admin.h"
 
 #include "client.h"
 #include "gate.h"
@@ -432,9 +432,9 @@ static VALUE result_payload(rd_kafka_event_t *ev) {
 
 /*
  * An admin result -> [request_id, error_code, message, payload], or Qundef for
- * any other event. A request-level error (a timeout, say) has no payload.
+ * any other event (client_kind_t.result, for drain.c). A request-level error (a timeout, say) has no payload.
  */
-VALUE sluice_admin_result(rd_kafka_event_t *ev) {
+static VALUE admin_result(rd_kafka_event_t *ev) {
     VALUE payload = result_payload(ev);
     if (payload == Qundef) return Qundef;
     rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
@@ -607,6 +607,7 @@ static VALUE admin_initialize(VALUE self, VALUE pairs) {
 static const client_kind_t admin_kind = {
     .name = "admin",
     .closed_error = &sluice_eProducerClosed,
+    .result = admin_result,
 };
 
 void sluice_init_admin(VALUE client) {

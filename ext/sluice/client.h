@@ -61,7 +61,7 @@ typedef struct {
 typedef struct client client_t;
 
 /*
- * What the base (client.c, gate.c) calls of a client's kind. Every hook may
+ * What the base (client.c, gate.c, drain.c) calls of a client's kind. Every hook may
  * be NULL (nothing to do). The release hooks run without the GVL, on the
  * struct or on a copy of it (a teardown in its own thread), in this order
  * around the base's own steps:
@@ -85,6 +85,17 @@ typedef struct client_kind {
     void (*free_unstarted)(client_t *c);
     /* GC in a forked child: the parent's handle is never touched, only our memory freed (fds: the base) */
     void (*free_forked)(client_t *c);
+    /*
+     * What #drain (drain.c) asks of the kind, with the GVL, never raising:
+     * delivery  a delivery report's message: its handle, taken out of the
+     *           kind's in-flight table, a success recorded on it; nil when
+     *           Ruby has nothing to see (no handle, or a success that could
+     *           not be recorded: a frozen handle)
+     * result    an event of the kind's own (an admin request's result): its
+     *           data for Ruby, or Qundef when the event is not one
+     */
+    VALUE (*delivery)(client_t *c, const rd_kafka_message_t *msg);
+    VALUE (*result)(rd_kafka_event_t *ev);
 } client_kind_t;
 
 /* One librdkafka handle of any kind, and what its kind adds. */

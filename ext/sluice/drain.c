@@ -4,12 +4,10 @@
  * non-blocking) and waited for by #wait_events (:thread mode, GVL released) or
  * through the wake-up pipe (:fd mode, the poller's selector).
  */
-#include "admin.h"
 #include "client.h"
 #include "gate.h"
 #include "init.h"
 #include "partition_list.h"
-#include "produce.h"
 #include "relay.h"
 #include "values.h"
 
@@ -19,8 +17,6 @@
 #include <unistd.h>
 
 static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log, sym_offset_commit, sym_admin_result;
-/* DeliveryHandle's fields (lib/sluice/delivery_handle.rb): a delivery is recorded here */
-static ID id_iv_partition, id_iv_offset;
 
 static void push4(VALUE batch, VALUE a, VALUE b, VALUE c, VALUE d) {
     VALUE v[4] = {a, b, c, d};
@@ -28,28 +24,24 @@ static void push4(VALUE batch, VALUE a, VALUE b, VALUE c, VALUE d) {
 }
 
 /*
- * A successful delivery is recorded on its handle right here — @partition,
- * then @offset, which ends DeliveryHandle#pending? — because this is the one
- * per-message step of every produce; Ruby sees the handle again only when it
- * asked to (acks != 0: someone listens to message.acknowledged). A failed
- * delivery goes to Ruby whole, which builds the KafkaError.
+ * A delivery report goes to its kind (client_kind_t.delivery: the producer's
+ * in-flight table), which records a success on the handle right there,
+ * because this is the one per-message step of every produce; Ruby sees the
+ * handle again only when it asked to (acks != 0: someone listens to
+ * message.acknowledged). A failed delivery goes to Ruby whole, which builds
+ * the KafkaError. Events of a kind's own (admin results) are its to read
+ * (client_kind_t.result).
  */
 static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks) {
     switch (rd_kafka_event_type(ev)) {
     case RD_KAFKA_EVENT_DR: {
+        if (!c->ops || !c->ops->delivery) break;
         const rd_kafka_message_t *msg;
         while ((msg = rd_kafka_event_message_next(ev))) {
-            VALUE handle = sluice_inflight_release(c, (long)(uintptr_t)msg->_private - 1);
+            VALUE handle = c->ops->delivery(c, msg);
             if (NIL_P(handle)) continue;
-            if (msg->err) {
-                push4(batch, handle, INT2FIX(msg->partition), LL2NUM(msg->offset), INT2FIX(msg->err));
-                continue;
-            }
-            c->producer.delivered++;
-            if (RB_OBJ_FROZEN(handle)) continue; /* someone froze it: it cannot take its report, and must not stop the drain */
-            rb_ivar_set(handle, id_iv_partition, INT2FIX(msg->partition));
-            rb_ivar_set(handle, id_iv_offset, LL2NUM(msg->offset));
-            if (acks) push4(batch, handle, Qnil, Qnil, INT2FIX(0));
+            if (msg->err) push4(batch, handle, INT2FIX(msg->partition), LL2NUM(msg->offset), INT2FIX(msg->err));
+            else if (acks) push4(batch, handle, Qnil, Qnil, INT2FIX(0));
         }
         break;
     }
@@ -79,8 +71,8 @@ static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks
         push4(batch, sym_log, INT2FIX(level), sluice_str_or_nil(fac), sluice_str_or_nil(str));
         break;
     }
-    default: { /* an admin request's result (admin.c) */
-        VALUE result = sluice_admin_result(ev);
+    default: { /* a kind's own (an admin request's result: admin.c) */
+        VALUE result = c->ops && c->ops->result ? c->ops->result(ev) : Qundef;
         if (result != Qundef) push4(batch, sym_admin_result, result, Qnil, Qnil);
         break;
     }
@@ -286,6 +278,4 @@ void sluice_init_drain(VALUE klass) {
     sym_log = ID2SYM(rb_intern("log"));
     sym_offset_commit = ID2SYM(rb_intern("offset_commit"));
     sym_admin_result = ID2SYM(rb_intern("admin_result"));
-    id_iv_partition = rb_intern("@partition");
-    id_iv_offset = rb_intern("@offset");
 }

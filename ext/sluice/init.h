@@ -10,6 +10,7 @@
 #include "sluice.h"
 
 void sluice_init_resolve(void);                 /* resolve.c: the fork handler of the resolver */
+void sluice_init_delivery_handle(void);         /* delivery_handle.c: the names of DeliveryHandle's fields */
 VALUE sluice_init_client(void);                 /* client.c: defines and returns Native::Client */
 void sluice_init_drain(VALUE cClient);          /* drain.c: the main-queue methods of every client */
 void sluice_init_admin(VALUE cClient);          /* admin.c: Client#partition_count, Native::Admin */

@@ -6,6 +6,7 @@
 #include "produce.h"
 
 #include "client.h"
+#include "delivery_handle.h"
 #include "gate.h"
 #include "init.h"
 #include "values.h"
@@ -15,8 +16,6 @@
 #include <string.h>
 
 static ID id_topic, id_payload, id_key, id_partition, id_partition_key, id_timestamp, id_headers, id_label;
-/* DeliveryHandle's fields (lib/sluice/delivery_handle.rb): set here on the hot path */
-static ID id_iv_topic, id_iv_label, id_iv_notifier;
 
 
 static long slot_acquire(client_t *c, VALUE handle) {
@@ -38,7 +37,8 @@ static long slot_acquire(client_t *c, VALUE handle) {
     return slot;
 }
 
-VALUE sluice_inflight_release(client_t *c, long slot) {
+/* The DeliveryHandle in slot, and the slot freed. */
+static VALUE inflight_release(client_t *c, long slot) {
     if (slot < 0 || slot >= RARRAY_LEN(c->producer.inflight)) return Qnil;
     VALUE handle = RARRAY_AREF(c->producer.inflight, slot);
     if (NIL_P(handle)) return Qnil;
@@ -427,10 +427,7 @@ static VALUE client_handles(VALUE self, VALUE klass, VALUE notifier) {
 static VALUE produce_one(client_t *c, message_t *m, int conf_id) {
     rd_kafka_topic_t *rkt = topic_for(c, m->topic, conf_id);
     const char *topic = StringValueCStr(m->topic);
-    VALUE handle = rb_obj_alloc(c->producer.handle_class);
-    rb_ivar_set(handle, id_iv_topic, m->topic);
-    rb_ivar_set(handle, id_iv_label, m->label);
-    rb_ivar_set(handle, id_iv_notifier, c->producer.notifier);
+    VALUE handle = sluice_handle_new(c->producer.handle_class, m->topic, m->label, c->producer.notifier);
     long slot = slot_acquire(c, handle);
     /* Nothing below raises: the slot is released on every failure path. */
     rd_kafka_vu_t vu[8];
@@ -462,7 +459,7 @@ static VALUE produce_one(client_t *c, message_t *m, int conf_id) {
     rd_kafka_resp_err_t code = rd_kafka_error_code(error);
     rd_kafka_error_destroy(error);
     if (hdrs) rd_kafka_headers_destroy(hdrs); /* only taken over on success */
-    sluice_inflight_release(c, slot);
+    inflight_release(c, slot);
     return INT2FIX(code);
 }
 
@@ -629,7 +626,7 @@ static VALUE client_take_inflight(VALUE self) {
     VALUE out = rb_ary_new();
     if (NIL_P(c->producer.inflight)) return out;
     for (long i = 0; i < RARRAY_LEN(c->producer.inflight); i++) {
-        VALUE h = sluice_inflight_release(c, i);
+        VALUE h = inflight_release(c, i);
         if (!NIL_P(h)) rb_ary_push(out, h);
     }
     return out;
@@ -682,12 +679,24 @@ static void producer_free_forked(client_t *c) {
     sluice_topic_confs_release(c);
 }
 
+/*
+ * client_kind_t.delivery (drain.c): a delivery report's handle, out of the
+ * in-flight table; a success counted and recorded on it (delivery_handle.c).
+ */
+static VALUE producer_delivery(client_t *c, const rd_kafka_message_t *msg) {
+    VALUE handle = inflight_release(c, (long)(uintptr_t)msg->_private - 1);
+    if (NIL_P(handle) || msg->err) return handle;
+    c->producer.delivered++;
+    return sluice_handle_delivered(handle, msg->partition, msg->offset) ? handle : Qnil;
+}
+
 static const client_kind_t producer_kind = {
     .name = "producer",
     .closed_error = &sluice_eProducerClosed,
     .release_start = producer_release_start,
     .free_unstarted = sluice_topic_confs_release,
     .free_forked = producer_free_forked,
+    .delivery = producer_delivery,
 };
 
 VALUE sluice_init_produce(VALUE client) {
@@ -714,9 +723,6 @@ VALUE sluice_init_produce(VALUE client) {
     id_timestamp = rb_intern("timestamp");
     id_headers = rb_intern("headers");
     id_label = rb_intern("label");
-    id_iv_topic = rb_intern("@topic");
-    id_iv_label = rb_intern("@label");
-    id_iv_notifier = rb_intern("@notifier");
     sluice_client_kind(klass, &producer_kind);
     return klass;
 }

@@ -39,7 +39,8 @@ static VALUE lookup_error(const char *name) {
  * Every file's Init runs once, from here. The order: the resolver's fork
  * handler first (before any client can resolve); the modules and the error
  * classes (lib/sluice/errors.rb is required before the extension) that every
- * file raises; then the class tree top-down, since a subclass needs its
+ * file raises; the names of DeliveryHandle's fields (delivery_handle.c);
+ * then the class tree top-down, since a subclass needs its
  * parent: Client (and what every kind shares: the main queue, partition
  * counts, Admin), Producer with its transactions, Consumer with its queue.
  * The selector and the test hooks depend on no class.
@@ -65,6 +66,7 @@ void Init_sluice_ext(void) {
     rb_define_module_function(sluice_mNative, "error_descriptions", native_error_descriptions, 0);
     rb_define_module_function(sluice_mNative, "librdkafka_version", native_librdkafka_version, 0);
 
+    sluice_init_delivery_handle();
     VALUE cClient = sluice_init_client();
     sluice_init_drain(cClient);
     sluice_init_admin(cClient);

@@ -5,9 +5,9 @@ module Sluice
   # DeliveryReport: one object per message in flight, no second allocation
   # when the report arrives (this is the hot path of every produce).
   #
-  # The native client builds handles (@topic, @label, @notifier: ext/sluice/produce.c)
-  # and records successful deliveries (@partition, then @offset: ext/sluice/drain.c)
-  # itself: see those files before renaming a field.
+  # The native client builds handles (@topic, @label, @notifier) and records
+  # successful deliveries (@partition, then @offset) itself, in one file:
+  # ext/sluice/delivery_handle.c. See it before renaming a field.
   class DeliveryHandle < DeliveryReport
     # Built natively for each message produced.
     # @api private
@@ -41,8 +41,8 @@ module Sluice
     end
 
     # Records a failed delivery (or a purge at close). A successful one is
-    # recorded by the native drain, which sets `@partition` and then `@offset`
-    # (ext/sluice/drain.c, serve_event): keep those names.
+    # recorded natively, `@partition` and then `@offset`
+    # (ext/sluice/delivery_handle.c, sluice_handle_delivered): keep those names.
     # @api private
     # @param partition [Integer]
     # @param offset [Integer]
