@@ -274,7 +274,7 @@ module Sluice
 
       # A close runs on another thread (or a signal handler's), and waits for
       # this one's transactional call.
-      def close_waiting? = closing_or_closed? && !@lifecycle.owned?
+      def close_waiting? = @life.closing_or_closed? && !@life.held_by_current?
 
       def raise_closed_while_committing
         raise Errors::ProducerClosedError,
