@@ -49,6 +49,10 @@ module Sluice
     # Closed from the moment close began: calls of other threads are refused.
     def closing_or_closed? = @status == :closing || @status == :closed
 
+    # A close runs on another thread (or a signal handler's) and waits for
+    # this one: what this thread does for the client must let it finish.
+    def closing_elsewhere? = closing_or_closed? && !@lock.owned?
+
     # The lock
 
     # One close, reload or other change of the native client at a time.
