@@ -65,8 +65,7 @@ module Sluice
     def initialize(&)
       configure(Config.new, &)
       @requests = Requests.new
-      connect
-      Shutdown.track(self)
+      @life.open
     end
 
     # Creates a topic and returns once the brokers' metadata shows every

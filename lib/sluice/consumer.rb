@@ -41,8 +41,7 @@ module Sluice
     def initialize(&)
       configure(Config.new, &)
       @poll_store = @config.poll_store
-      connect
-      Shutdown.track(self)
+      @life.open
     end
 
     # Joins the group for these topics (replacing an earlier subscription).
@@ -408,7 +407,7 @@ module Sluice
     # @param store [Boolean, nil] nil: not given (config.poll_store)
     # (The timeout was checked: a Fixnum >= 0 in C, anything else by #check_poll_timeout.)
     def lend_polled(timeout_ms, store)
-      open_client if @status == :closed || @client.forked? # #open_client's checks without its call: to raise
+      open_client if @life.closed? || @client.forked? # #open_client's checks without its call: to raise
       @inbox.poll(timeout_ms, store.nil? ? @poll_store : store)
     ensure
       after_reading if @close_after_reading # paid on every message: no call when no close waits

@@ -59,8 +59,7 @@ module Sluice
       @topic_configs = TopicConfigs.new
       init_lifecycle
       init_transactions
-      connect
-      Shutdown.track(self)
+      @life.open
     end
 
     # Enqueues a message; the handle resolves when its delivery report arrives.
@@ -217,7 +216,7 @@ module Sluice
     end
 
     def ensure_open!
-      return unless closing_or_closed?
+      return unless @life.closing_or_closed?
       return if own_open_transaction? # the transaction close is waiting for may finish
       return if @final_flush.equal?(Fiber.current) # close sending what was buffered
 
@@ -233,7 +232,7 @@ module Sluice
     def enqueue(message, refusal:, reload: false)
       attempt = 0
       begin
-        ensure_open! unless @status == :connected
+        ensure_open! unless @life.connected?
         client = @client
         config_id = Variant.current(self)&.topic_config_id
         handle = client.produce(message, nil, config_id)

@@ -2,19 +2,19 @@
 
 module Sluice
   class Admin
-    # An admin's hooks in the client lifecycle (ClientLifecycle), and its
+    # An admin's hooks in the client lifecycle (ClientHooks, ClientLife), and its
     # calls' way to the brokers (Transport), instrumented as `admin.request`.
     module Lifecycle
-      include ClientLifecycle
+      include ClientHooks
 
       # Stops polling the client and releases it; calls waiting for a result
       # raise AdminClosedError. Idempotent; safe from any thread, fiber or
       # signal handler.
       # @return [nil]
       def close
-        return close_on_own_thread(@config.max_wait_timeout) { close } if Blocking.trap_context?
+        return @life.close_on_own_thread(@config.max_wait_timeout) { close } if Blocking.trap_context?
 
-        close_under_lock { disconnect }
+        @life.close_under_lock { @life.disconnect(@state, @client) }
         nil
       end
 
@@ -26,7 +26,7 @@ module Sluice
 
       def closed_error = Errors::AdminClosedError
 
-      def polled_options = { notifier: NO_WAITERS, results: @requests }
+      def polled_options = { notifier: ClientHooks::NO_WAITERS, results: @requests }
 
       def connected(client, state)
         super
@@ -38,7 +38,7 @@ module Sluice
 
       # Closed from the moment close began: a call made meanwhile would race the teardown.
       def open_client
-        raise Errors::AdminClosedError, "admin #{@id} is closed" if closing_or_closed?
+        raise Errors::AdminClosedError, "admin #{@id} is closed" if @life.closing_or_closed?
 
         @client
       end

@@ -2,11 +2,11 @@
 
 module Sluice
   class Consumer
-    # A consumer's hooks in the client lifecycle (ClientLifecycle), and its
+    # A consumer's hooks in the client lifecycle (ClientHooks, ClientLife), and its
     # close: from its reader, from another thread or fiber while it reads or
     # waits, from a listener on the polling thread, a signal handler or at exit.
     module Lifecycle
-      include ClientLifecycle
+      include ClientHooks
 
       # At least this long (ms) for librdkafka's teardown after the close
       # timeout is spent: a teardown that has nothing left to wait for takes
@@ -79,7 +79,7 @@ module Sluice
       end
 
       def close_now(timeout)
-        close_under_lock { shut_down(timeout) }
+        @life.close_under_lock { shut_down(timeout) }
         nil
       end
 
@@ -87,8 +87,7 @@ module Sluice
       # are the parent's (no reader of the parent runs here, so nothing is
       # waited for). The child only stops using its copy.
       def forget_inherited
-        @status = :closed
-        Shutdown.untrack(self)
+        @life.forgotten!
         instrument("consumer.closed")
         nil
       end
@@ -96,7 +95,7 @@ module Sluice
       def shut_down(timeout)
         deadline = now + (timeout / 1000.0)
         leave_group(deadline) if quiet?(timeout)
-        disconnect(@state, @client, [ms_until(deadline), DESTROY_GRACE].max)
+        @life.disconnect(@state, @client, [ms_until(deadline), DESTROY_GRACE].max)
       end
 
       # Other threads' calls are refused from here on; those already inside
@@ -122,7 +121,7 @@ module Sluice
 
       def close_error(error) = instrument("error.occurred", type: "consumer.close_error", error: error)
 
-      # See ClientLifecycle#close_on_own_thread: a signal handler may not lock
+      # See ClientLife#close_on_own_thread: a signal handler may not lock
       # a Mutex, and may have interrupted code that holds one we need. When
       # it interrupted the reader, a closer thread would wait for the reader
       # to return, which waits for this handler: the close happens when the
@@ -131,7 +130,7 @@ module Sluice
         @inbox.stop
         return defer_close(timeout) if @inbox.reader?(Fiber.current)
 
-        close_on_own_thread(timeout) { close(timeout: timeout) }
+        @life.close_on_own_thread(timeout) { close(timeout: timeout) }
       end
     end
   end

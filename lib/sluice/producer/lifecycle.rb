@@ -2,12 +2,12 @@
 
 module Sluice
   class Producer
-    # A producer's hooks in the client lifecycle (ClientLifecycle), its close
+    # A producer's hooks in the client lifecycle (ClientHooks, ClientLife), its close
     # (from any thread, fiber, callback, signal handler or at exit), and
     # reload after a fatal error. One client at a time: a reload destroys the
     # old one before it builds the new one.
     module Lifecycle
-      include ClientLifecycle
+      include ClientHooks
 
       # Sends what is buffered, waits for the outstanding delivery reports, stops polling and
       # releases the native handle. Idempotent; safe from any thread, fiber, a
@@ -84,7 +84,7 @@ module Sluice
       def disconnect(error = nil)
         state = @state
         client = @client
-        super(state, client) do
+        @life.disconnect(state, client) do
           orphans = client.take_inflight
           orphans.each { |handle| state.orphaned(handle, error) }
           @notifier.notify
@@ -93,22 +93,22 @@ module Sluice
       end
 
       def close_now(timeout, interrupted: nil)
-        return if @lifecycle.owned? # a callback of our own close: the outer call finishes
+        return if @life.held_by_current? # a callback of our own close: the outer call finishes
         # On the polling thread, never wait for a close running elsewhere: it waits
         # for this very thread, and finishes as soon as the callback returns.
-        return if @lifecycle.locked? && @poller.in_poller_thread?
+        return if @life.busy_on_poller?
 
-        close_under_lock { shut_down(timeout, interrupted) unless @client.forked? }
+        @life.close_under_lock { shut_down(timeout, interrupted) unless @client.forked? }
         nil
       end
 
-      # See ClientLifecycle#close_on_own_thread. The transaction the signal
+      # See ClientLife#close_on_own_thread. The transaction the signal
       # interrupted (if any) is the interrupted thread's: close may abort it.
       def close_from_trap(timeout)
-        return if @lifecycle.owned? # the code the signal interrupted was closing us: it finishes after the handler
+        return if @life.held_by_current? # the code the signal interrupted was closing us: it finishes after the handler
 
         interrupted = Thread.current
-        close_on_own_thread(timeout || @config.max_wait_timeout) { close_now(timeout, interrupted: interrupted) }
+        @life.close_on_own_thread(timeout || @config.max_wait_timeout) { close_now(timeout, interrupted: interrupted) }
       end
 
       def shut_down(timeout, interrupted)
@@ -150,9 +150,9 @@ module Sluice
       # A produce met a destroyed client: was it replaced by a reload (then the
       # caller tries again with the new one) or is the producer really closed?
       def client_replaced?(client, error)
-        return false if closing_or_closed? || error.is_a?(Errors::ForkedProcessError)
+        return false if @life.closing_or_closed? || error.is_a?(Errors::ForkedProcessError)
 
-        @lifecycle.synchronize {} unless @lifecycle.owned? || @poller.in_poller_thread? # a reload under way
+        @life.wait_for_holder # a reload under way
         !client.equal?(@client)
       end
 
@@ -176,16 +176,16 @@ module Sluice
       # settings the new client gets (event[:kafka], a copy), as WaterDrop's
       # listeners change the config (a new transactional.id, say).
       def reload!(error, attempt)
-        return if @lifecycle.owned? # inside close (its final flush's transaction): no new client now
+        return if @life.held_by_current? # inside close (its final flush's transaction): no new client now
 
-        @lifecycle.synchronize do
-          return if closing_or_closed? || !@client.fatal_error
+        @life.exclusively do
+          return if @life.closing_or_closed? || !@client.fatal_error
 
           previous = reconfigure(error, attempt)
           disconnect(error)
           @transactions_ready = false
           begin
-            connect
+            @life.connect
           rescue Errors::ConfigurationInvalidError => e
             raise unless previous # librdkafka refused what a producer.reload listener set: back to what worked
 
@@ -194,8 +194,7 @@ module Sluice
             previous = nil
             retry
           rescue StandardError
-            @status = :closed # no client left: the producer cannot go on
-            Shutdown.untrack(self)
+            @life.lost! # no client left: the producer cannot go on
             raise
           end
         end

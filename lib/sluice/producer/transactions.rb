@@ -252,7 +252,7 @@ module Sluice
           transactional(:commit_transaction, ms_until(deadline).clamp(1, COMMIT_SLICE), unfinished: :commit)
           committed
         rescue Errors::TransactionError => e
-          raise_closed_while_committing if @unfinished && close_waiting?
+          raise_closed_while_committing if @unfinished && @life.closing_elsewhere? # it waits for this transactional call
           retry if @unfinished && now < deadline
           if e.abortable?
             txn&.aborted = true # librdkafka refuses a commit as abortable before it sends one, or the coordinator refused it
@@ -271,10 +271,6 @@ module Sluice
         @failures.reset
         @monitor.instrument("transaction.committed", producer_id: @id)
       end
-
-      # A close runs on another thread (or a signal handler's), and waits for
-      # this one's transactional call.
-      def close_waiting? = closing_or_closed? && !@lifecycle.owned?
 
       def raise_closed_while_committing
         raise Errors::ProducerClosedError,

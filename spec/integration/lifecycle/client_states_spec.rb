@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# One lifecycle for every kind of client (ClientLifecycle): the same states,
+# One lifecycle for every kind of client (ClientLife): the same states,
 # the same events around them, the same refusal once closed.
 RSpec.describe "The client lifecycle of every kind (#{TestKafka::MODE} mode)", :kafka do
   kinds = {

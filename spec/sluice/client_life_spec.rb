@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
-# ClientLifecycle without a broker, through an Admin whose native client and poller are fakes: the state
+# ClientLife without a broker, through an Admin whose native client and poller are fakes: the state
 # machine (:initial, :connected, :closing, :closed) and its events, the refusals of a closed client, a
 # close that is idempotent and runs its steps in order, and a connect that leaves nothing behind when it
 # fails. The integration specs reach these only with a broker, and never the failures.
-RSpec.describe Sluice::ClientLifecycle do
+RSpec.describe Sluice::ClientLife do
   # A native admin that records what is done to it.
   native = Class.new do
     class << self
