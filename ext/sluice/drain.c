@@ -151,17 +151,19 @@ static void empty_pipe(int fd) {
  */
 static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
     client_t *c = sluice_client_open(self);
-    VALUE batch = rb_ary_new(); /* reused below, returned only when Ruby has work */
+    VALUE batch = Qnil; /* made with the first event (an idle client's periodic poll allocates nothing), returned only when Ruby has work */
     double budget_ms = NUM2DBL(budget);
     double deadline = budget_ms < 0 ? INFINITY : sluice_now_ms() + budget_ms;
     if (c->wake_r >= 0) empty_pipe(c->wake_r);
     c->exhausted = 0;
     for (;;) {
         if (c->consumer.relay) {
+            if (NIL_P(batch)) batch = rb_ary_new();
             if (!serve_relayed(c, batch)) break;
         } else {
             rd_kafka_event_t *ev = next_event(c);
             if (!ev) break;
+            if (NIL_P(batch)) batch = rb_ary_new();
             serve_event(c, ev, batch, RTEST(acks));
             rd_kafka_event_destroy(ev);
         }
@@ -170,7 +172,7 @@ static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
             break;
         }
     }
-    return RARRAY_LEN(batch) ? batch : Qnil;
+    return !NIL_P(batch) && RARRAY_LEN(batch) ? batch : Qnil;
 }
 
 static VALUE client_exhausted_p(VALUE self) { return sluice_client_get(self)->exhausted ? Qtrue : Qfalse; }

@@ -32,6 +32,8 @@ module Sluice
       # one wake-up serves the clients due close together (at most a quarter
       # of the client's own interval, which keeps short intervals honest).
       BATCH_WINDOW = 0.25
+      # Interrupts reach the thread while it waits (allocated once, not every turn).
+      WAIT_INTERRUPTS = { Object => :immediate }.freeze
 
       @instance_mutex = Mutex.new
       @ids = 0
@@ -164,7 +166,7 @@ module Sluice
       end
 
       def iterate
-        ready = Thread.handle_interrupt(Object => :immediate) { @selector.wait(wait_timeout) }
+        ready = Thread.handle_interrupt(WAIT_INTERRUPTS) { @selector.wait(wait_timeout) }
         @waits += 1
         @wakeups += ready.size
         ready.each { |token| serve(@states[token]) }
