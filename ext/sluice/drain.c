@@ -175,6 +175,17 @@ static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
     return !NIL_P(batch) && RARRAY_LEN(batch) ? batch : Qnil;
 }
 
+/*
+ * #idle? -> true when nothing waits for #drain (no event taken, the queue
+ * empty). A periodic poll of such a client skips the drain and its pipe read:
+ * a byte left in the pipe keeps it readable (the selector is level-triggered),
+ * so the wake-up path still consumes it.
+ */
+static VALUE client_idle_p(VALUE self) {
+    client_t *c = sluice_client_open(self);
+    return !c->pending && events_left(c) == 0 ? Qtrue : Qfalse;
+}
+
 static VALUE client_exhausted_p(VALUE self) { return sluice_client_get(self)->exhausted ? Qtrue : Qfalse; }
 
 struct wait_args {
@@ -275,6 +286,7 @@ static VALUE client_wakeup_fd(VALUE self) {
 void sluice_init_drain(VALUE klass) {
     rb_define_method(klass, "drain", client_drain, 2);
     rb_define_method(klass, "exhausted?", client_exhausted_p, 0);
+    rb_define_method(klass, "idle?", client_idle_p, 0);
     rb_define_method(klass, "wait_events", client_wait_events, 1);
     rb_define_method(klass, "interrupt_wait", client_interrupt_wait, 0);
     rb_define_method(klass, "wakeup_enable", client_wakeup_enable, 0);

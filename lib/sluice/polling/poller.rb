@@ -182,12 +182,12 @@ module Sluice
         recover(e)
       end
 
-      def serve(state)
+      def serve(state, periodic: false)
         # A thread that was told to stop (inline unregister of the last
         # client) must not serve clients a successor thread now owns.
         return unless state && owner?
 
-        left = state.serve
+        left = periodic ? state.poll : state.serve
         @strikes.delete(state.token) unless @strikes.empty?
         return unless left
 
@@ -217,7 +217,7 @@ module Sluice
         if (retry_at = @suspended[token])
           @schedule.push(retry_at, token) # resume_suspended serves it then
         else
-          serve(state) if state.next_poll_at - time <= batch_window(state)
+          serve(state, periodic: true) if state.next_poll_at - time <= batch_window(state)
           @schedule.push(state.next_poll_at, token)
         end
       end
