@@ -143,17 +143,19 @@ static void empty_pipe(int fd) {
  */
 static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
     client_t *c = sluice_client_open(self);
-    VALUE batch = rb_ary_new(); /* reused below, returned only when Ruby has work */
+    VALUE batch = Qnil; /* made with the first event (an idle client's periodic poll allocates nothing), returned only when Ruby has work */
     double budget_ms = NUM2DBL(budget);
     double deadline = budget_ms < 0 ? INFINITY : sluice_now_ms() + budget_ms;
     if (c->wake_r >= 0) empty_pipe(c->wake_r);
     c->exhausted = 0;
     for (;;) {
         if (c->consumer.relay) {
+            if (NIL_P(batch)) batch = rb_ary_new();
             if (!serve_relayed(c, batch)) break;
         } else {
             rd_kafka_event_t *ev = next_event(c);
             if (!ev) break;
+            if (NIL_P(batch)) batch = rb_ary_new();
             serve_event(c, ev, batch, RTEST(acks));
             rd_kafka_event_destroy(ev);
         }
@@ -162,7 +164,18 @@ static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
             break;
         }
     }
-    return RARRAY_LEN(batch) ? batch : Qnil;
+    return !NIL_P(batch) && RARRAY_LEN(batch) ? batch : Qnil;
+}
+
+/*
+ * #idle? -> true when nothing waits for #drain (no event taken, the queue
+ * empty). A periodic poll of such a client skips the drain and its pipe read:
+ * a byte left in the pipe keeps it readable (the selector is level-triggered),
+ * so the wake-up path still consumes it.
+ */
+static VALUE client_idle_p(VALUE self) {
+    client_t *c = sluice_client_open(self);
+    return !c->pending && events_left(c) == 0 ? Qtrue : Qfalse;
 }
 
 static VALUE client_exhausted_p(VALUE self) { return sluice_client_get(self)->exhausted ? Qtrue : Qfalse; }
@@ -265,6 +278,7 @@ static VALUE client_wakeup_fd(VALUE self) {
 void sluice_init_drain(VALUE klass) {
     rb_define_method(klass, "drain", client_drain, 2);
     rb_define_method(klass, "exhausted?", client_exhausted_p, 0);
+    rb_define_method(klass, "idle?", client_idle_p, 0);
     rb_define_method(klass, "wait_events", client_wait_events, 1);
     rb_define_method(klass, "interrupt_wait", client_interrupt_wait, 0);
     rb_define_method(klass, "wakeup_enable", client_wakeup_enable, 0);

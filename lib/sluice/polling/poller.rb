@@ -32,6 +32,8 @@ module Sluice
       # one wake-up serves the clients due close together (at most a quarter
       # of the client's own interval, which keeps short intervals honest).
       BATCH_WINDOW = 0.25
+      # Interrupts reach the thread while it waits (allocated once, not every turn).
+      WAIT_INTERRUPTS = { Object => :immediate }.freeze
 
       @instance_mutex = Mutex.new
       @ids = 0
@@ -164,7 +166,7 @@ module Sluice
       end
 
       def iterate
-        ready = Thread.handle_interrupt(Object => :immediate) { @selector.wait(wait_timeout) }
+        ready = Thread.handle_interrupt(WAIT_INTERRUPTS) { @selector.wait(wait_timeout) }
         @waits += 1
         @wakeups += ready.size
         ready.each { |token| serve(@states[token]) }
@@ -180,12 +182,12 @@ module Sluice
         recover(e)
       end
 
-      def serve(state)
+      def serve(state, periodic: false)
         # A thread that was told to stop (inline unregister of the last
         # client) must not serve clients a successor thread now owns.
         return unless state && owner?
 
-        left = state.serve
+        left = periodic ? state.poll : state.serve
         @strikes.delete(state.token) unless @strikes.empty?
         return unless left
 
@@ -215,7 +217,7 @@ module Sluice
         if (retry_at = @suspended[token])
           @schedule.push(retry_at, token) # resume_suspended serves it then
         else
-          serve(state) if state.next_poll_at - time <= batch_window(state)
+          serve(state, periodic: true) if state.next_poll_at - time <= batch_window(state)
           @schedule.push(state.next_poll_at, token)
         end
       end

@@ -3,72 +3,97 @@
 module Sluice
   module Polling
     # When each client's periodic poll is due: a binary min-heap of
-    # [time, token], one entry per client. The poller looks only at the top,
+    # (time, token), one entry per client. The poller looks only at the top,
     # so a turn with nothing due costs nothing per client. Entries are lazy: a
     # client served meanwhile (its pipe woke us) or gone is found out when its
     # entry reaches the top, and re-scheduled or dropped then.
+    #
+    # Times and tokens sit in two parallel arrays, and entries move without
+    # temporary arrays: re-scheduling a client allocates nothing, so 1,000
+    # idle clients polled once a second do not make the poller thread run
+    # the GC (whose every step, in a process with thousands of librdkafka
+    # threads, also costs a process-CPU-time reading that walks all of them).
     # Used by the poller thread only.
     class Schedule
       def initialize
-        @heap = []
+        @times = []
+        @tokens = []
       end
 
-      def empty? = @heap.empty?
+      def empty? = @times.empty?
 
       # The earliest time due, or nil.
-      def first_at = @heap.first&.first
+      def first_at = @times.first
 
       # Schedules token's next poll at time (monotonic seconds).
       def push(time, token)
-        @heap << [time, token]
-        sift_up(@heap.size - 1)
+        @times << time
+        @tokens << token
+        sift_up(@times.size - 1)
       end
 
       # Removes and yields (at, token) of every entry due at or before horizon.
       # Entries pushed by the block are not yielded again in this call.
-      def pop_until(horizon, &)
-        due = []
-        due << pop while !@heap.empty? && @heap.first.first <= horizon
-        due.each(&)
+      def pop_until(horizon)
+        due = [] # at, token, at, token, ...
+        while !@times.empty? && @times.first <= horizon
+          due << @times.first << @tokens.first
+          pop
+        end
+        i = 0
+        while i < due.size
+          yield due[i], due[i + 1]
+          i += 2
+        end
       end
 
       # Entries held (one per client, including gone ones not yet dropped).
-      def size = @heap.size
+      def size = @times.size
 
       private
 
       def pop
-        top = @heap.first
-        last = @heap.pop
-        unless @heap.empty?
-          @heap[0] = last
-          sift_down(0)
-        end
-        top
+        time = @times.pop
+        token = @tokens.pop
+        return if @times.empty?
+
+        @times[0] = time
+        @tokens[0] = token
+        sift_down(0)
       end
 
       def sift_up(index)
+        time = @times[index]
+        token = @tokens[index]
         while index.positive?
           parent = (index - 1) / 2
-          break if @heap[parent].first <= @heap[index].first
+          break if @times[parent] <= time
 
-          @heap[parent], @heap[index] = @heap[index], @heap[parent]
+          move(parent, index)
           index = parent
         end
+        @times[index] = time
+        @tokens[index] = token
       end
 
       def sift_down(index)
-        size = @heap.size
-        loop do
-          child = (2 * index) + 1
-          break if child >= size
+        size = @times.size
+        time = @times[index]
+        token = @tokens[index]
+        while (child = (2 * index) + 1) < size
+          child += 1 if child + 1 < size && @times[child + 1] < @times[child]
+          break if time <= @times[child]
 
-          child += 1 if child + 1 < size && @heap[child + 1].first < @heap[child].first
-          break if @heap[index].first <= @heap[child].first
-
-          @heap[index], @heap[child] = @heap[child], @heap[index]
+          move(child, index)
           index = child
         end
+        @times[index] = time
+        @tokens[index] = token
+      end
+
+      def move(source, target)
+        @times[target] = @times[source]
+        @tokens[target] = @tokens[source]
       end
     end
   end

@@ -122,6 +122,19 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
     expect(after[:periodic_polls] - before[:periodic_polls]).to be >= intervals - 1 # and they still happen
   end
 
+  # The residual idle cost was the GC: ~11 objects per periodic poll of each
+  # client (heap entries, swaps, drain's empty batch) made the poller thread
+  # collect, and every GC step reads the process CPU time, which walks all of
+  # librdkafka's threads. An idle client's periodic poll now allocates nothing.
+  it "allocates nothing per idle producer's periodic poll" do
+    poller = Sluice::Polling::Poller.new
+    Array.new(100) { fd_producer(poller: poller, periodic_poll_interval: 200) }
+    sleep(0.5) # past the registrations' own allocations
+    allocated = GC.stat(:total_allocated_objects)
+    sleep(2.0) # ~1,000 periodic polls of idle producers
+    expect(GC.stat(:total_allocated_objects) - allocated).to be < 200 # was ~11,000
+  end
+
   # polling.fd.max_time: "how long one producer may be drained per wake-up";
   # a producer with events left is re-signalled "so the others get their
   # turn". The busy producer's listener costs 0.1 ms per message (CPU work is
