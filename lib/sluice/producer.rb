@@ -13,13 +13,18 @@ module Sluice
   # Thread-safe: any number of threads and fibers may produce concurrently.
   # Always #close a producer: it flushes and releases the native handle (one
   # left open is closed at exit, see Shutdown).
+  #
+  # One object with collaborators, each the only holder of its state: its
+  # ClientLife (status, the lifecycle lock, connect and disconnect, the close
+  # paths), its Transactions (a transactional producer's transactions) and
+  # its Buffering (the messages held until a flush). Lifecycle (its hooks in
+  # the life, close, reload), Batches and Tombstones are its own methods,
+  # split by file.
   class Producer
     include Clock
 
-    include Transactions
     include Lifecycle
     include Batches
-    include Buffering
     include Tombstones
 
     # librdkafka's error numbers the producer acts on: a full local queue (waited
@@ -55,10 +60,11 @@ module Sluice
       configure(Config.new, &)
       @notifier = DeliveryNotifier.new(@config.max_wait_timeout)
       @middleware = Middleware.new
-      @buffer = Buffer.new
       @topic_configs = TopicConfigs.new
       init_lifecycle
-      init_transactions
+      @transactions = Transactions.new(self, life: @life, ensure_open: method(:ensure_open!), reload: method(:reload!),
+                                             auth_failure: -> { @state.auth_failure })
+      @buffering = Buffering.new(self, transactions: @transactions, dispatch: method(:dispatch_many))
       @life.open
     end
 
@@ -151,13 +157,96 @@ module Sluice
     end
     alias variant with
 
+    # Runs the block in a transaction (a producer with "transactional.id"):
+    # commits when it returns, aborts and re-raises when it raises, aborts
+    # quietly on Sluice::AbortTransaction, aborts and raises
+    # EarlyTransactionExitNotAllowedError on break, return or throw. A nested
+    # call joins the outer transaction. One transaction at a time per
+    # producer; it belongs to the fiber that runs the block (a produce of
+    # another fiber runs in a transaction of its own).
+    # Every error raised out of it (the block's own ones too) says what
+    # became of the transaction: #transaction_outcome is :aborted (it did
+    # not commit, and never will) or :unknown (a commit was sent and its
+    # answer not learned: it may have committed). See Errors::TransactionOutcome.
+    # @return the block's value (nil when aborted)
+    # @raise [Errors::TransactionError] (#fatal? for a fatal error: with
+    #   config.reload_on_transaction_fatal_error, the default, the producer
+    #   has already rebuilt its client, and the next transaction can go ahead)
+    # @raise [Errors::EarlyTransactionExitNotAllowedError] the block was left by break, return or throw
+    # @yield the work of the transaction: produce_*, transaction_mark_as_consumed
+    # @example
+    #   producer.transaction do
+    #     producer.produce_async(topic: "orders", payload: "created")
+    #     producer.produce_async(topic: "audit", payload: "order created")
+    #   end # both committed, or neither
+    def transaction(&) = @transactions.run(&)
+
+    # Exactly once, consume-transform-produce: the consumer's offsets after
+    # messages (a Message or several; per partition, after its last one) join
+    # the open transaction, so the messages the transaction produced and the
+    # input offsets commit (or abort) together. The consumer
+    # then commits nothing itself: give it "enable.auto.commit": false.
+    # @raise [Errors::TransactionRequiredError] outside this producer's transaction block
+    # @raise [Errors::TransactionError]
+    # @param consumer [Consumer] the consumer the messages came from
+    # @param messages [Message, Array<Message>]
+    # @return [nil]
+    def transaction_mark_as_consumed(consumer, messages) = @transactions.mark_as_consumed(consumer, messages)
+
+    # @return [Boolean] the producer has a transactional.id
+    def transactional? = @config.transactional?
+
+    # @return [Boolean] inside a transaction block (of this fiber)
+    def transaction? = @transactions.own?
+
+    # Adds a message to the buffer, to be sent by the next #flush_sync or
+    # #flush_async. Middleware runs and the message is validated now, not
+    # again when it is flushed.
+    # @param message [Hash] as for #produce_async
+    # @return [Integer] messages now buffered
+    # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError]
+    def buffer(message)
+      ensure_open!
+      message = @middleware.run(message)
+      @client.validate(message)
+      instrument_with("message.buffered", :message, message) { @buffering.push(message) }
+    end
+
+    # Buffers every message, or none when one is invalid.
+    # @param messages [Array<Hash>]
+    # @return [Integer] messages now buffered
+    # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError]
+    def buffer_many(messages)
+      ensure_open!
+      messages = @middleware.run_many(batch!(messages))
+      messages.each { |message| @client.validate(message) }
+      instrument_with("messages.buffered", :messages, messages) { @buffering.concat(messages) }
+    end
+
+    # @return [Array<Hash>] the messages buffered and not yet flushed (a copy)
+    def buffered = @buffering.messages
+
+    # Sends everything buffered and waits for the delivery reports. A
+    # message leaves the buffer once librdkafka took it, whatever the wait
+    # does after: a WaitTimeoutError or a delivery the broker refused
+    # (ProduceError) leave nothing behind to be sent twice; only what
+    # librdkafka never took (ProduceManyError) goes back, in front.
+    # @return [Array<DeliveryReport>]
+    # @raise [Errors::ProduceManyError] and what #produce_many_sync raises
+    def flush_sync = flush_buffer(:sync)
+
+    # Sends everything buffered, without waiting for the reports.
+    # @return [Array<DeliveryHandle>]
+    # @raise [Errors::ProduceManyError] and what #produce_many_async raises
+    def flush_async = flush_buffer(:async)
+
     # Drops every message still buffered, queued in librdkafka or in flight:
     # their handles resolve with a purge error (`message.purged` for each).
     # @return [nil]
     # @raise [Errors::ProducerClosedError]
     def purge
       ensure_open!
-      @buffer.take
+      @buffering.take
       @client.purge
       @monitor.instrument("buffer.purged", producer_id: @id)
       nil
@@ -215,10 +304,29 @@ module Sluice
       raise Errors::AuthenticationError, failure if failure
     end
 
+    # librdkafka refuses a transactional producer's messages outside a
+    # transaction ("Erroneous state"), and another fiber's open transaction
+    # must not take them in: like WaterDrop, such a produce runs in a
+    # transaction of its own (committed before it returns).
+    def needs_own_transaction? = @config.transactional? && !@transactions.own?
+
+    def flush_buffer(mode)
+      ensure_open!
+      return transaction { flush_buffer(mode) } if needs_own_transaction?
+
+      messages = @buffering.take
+      return [] if messages.empty?
+
+      instrument_with(mode == :sync ? "buffer.flushed_sync" : "buffer.flushed_async", :messages, messages) do
+        handles = @buffering.dispatch(messages, refusal: mode == :sync ? "buffer.flush_sync" : "buffer.flush_async")
+        mode == :sync ? wait_all(handles) : handles
+      end
+    end
+
     def ensure_open!
       return unless @life.closing_or_closed?
-      return if own_open_transaction? # the transaction close is waiting for may finish
-      return if @final_flush.equal?(Fiber.current) # close sending what was buffered
+      return if @transactions.own_open? # the transaction close is waiting for may finish
+      return if @buffering.final_flush? # close sending what was buffered
 
       raise Errors::ProducerClosedError, "producer #{@id} is closed"
     end
@@ -237,7 +345,7 @@ module Sluice
         config_id = Variant.current(self)&.topic_config_id
         handle = client.produce(message, nil, config_id)
         handle = produce_slowly(client, message, handle, config_id) unless handle.is_a?(DeliveryHandle)
-        (txn = @transaction) && (txn.first_handle ||= handle)
+        @transactions.current&.note(handle)
         handle
       rescue Errors::ProducerClosedError => e
         raise unless client_replaced?(client, e)

@@ -54,7 +54,7 @@ module Sluice
       end
 
       def note_batch(handles)
-        (txn = @transaction) && (txn.first_handle ||= handles.first)
+        @transactions.current&.note(handles.first)
         handles
       end
     end

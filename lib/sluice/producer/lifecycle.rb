@@ -25,7 +25,7 @@ module Sluice
         return if closed?
         return close_from_trap(timeout) if Blocking.trap_context?
 
-        if own_transaction?
+        if @transactions.own?
           raise Errors::ProducerTransactionalCloseAttemptError,
                 "producer #{@id}: close inside its own transaction block would leave the transaction open; finish the block first"
         end
@@ -113,8 +113,8 @@ module Sluice
 
       def shut_down(timeout, interrupted)
         deadline = timeout && now + (timeout / 1000.0)
-        settle_transaction(deadline, interrupted)
-        unsent = flush_buffer_at_close
+        @transactions.settle(deadline, interrupted)
+        unsent = @buffering.flush_at_close
         purged_before = @state.purged
         unless wait_for_deliveries(deadline && [((deadline - now) * 1000).ceil, 0].max)
           @client.purge
@@ -183,7 +183,7 @@ module Sluice
 
           previous = reconfigure(error, attempt)
           disconnect(error)
-          @transactions_ready = false
+          @transactions.client_replaced
           begin
             @life.connect
           rescue Errors::ConfigurationInvalidError => e

@@ -2,13 +2,27 @@
 
 module Sluice
   class Producer
-    # Producer#transaction for producers with "transactional.id".
+    # The transactions of a producer with "transactional.id": what
+    # Producer#transaction, #transaction_mark_as_consumed and #close ask of
+    # them. One per producer, holding all of their state: the open
+    # transaction, whether the client's transactions were initialised, a
+    # commit or abort left unfinished, the failures in a row.
     #
     # One transaction at a time per producer; it belongs to the fiber that runs
     # the block. Every way out of the block ends it on the broker: commit when
     # the block returns, abort when it raises, or on break/return/throw (then
-    # EarlyTransactionExitNotAllowedError), or when #close takes it over.
-    module Transactions
+    # EarlyTransactionExitNotAllowedError), or when the producer's close takes
+    # it over (#settle).
+    #
+    # It reads the producer's client and settings at each call (a reload
+    # replaces the client, and may replace the settings), asks the producer's
+    # ClientLife whether a close runs elsewhere, and is handed the three
+    # things of the producer's own it needs: its open check, its reload and
+    # its client's authentication failure.
+    # @api private
+    class Transactions
+      include Clock
+
       # Commits tried when librdkafka refuses one as retriable at once.
       COMMIT_ATTEMPTS = 3
       # Between two commits librdkafka refused as retriable at once (s).
@@ -24,34 +38,40 @@ module Sluice
       INIT_SLICE = 500
       # Between two init_transactions calls librdkafka refused as retriable (s).
       INIT_BACKOFF = 0.1
+      # What #mark_as_consumed raises outside the caller's open transaction.
+      OUTSIDE = "transaction_mark_as_consumed needs an open transaction: call it inside producer.transaction { }"
 
-      # The open transaction: who runs it, where it stands (:opening, :open,
-      # :ending, or :aborted once close took it over), its first delivery
-      # handle (see config.wait_timeout_on_transaction_abort), and whether a
-      # commit was sent (commit_sent) and then refused for certain (aborted).
-      Transaction = Struct.new(:fiber, :thread, :state, :first_handle, :started_at, :commit_sent, :aborted)
+      # The open transaction (nil: none), of any fiber: a produce notes its
+      # first handle on it (Transaction#note).
+      # @return [Transaction, nil]
+      attr_reader :current
 
-      # Runs the block in a transaction: commits when it returns, aborts and
-      # re-raises when it raises, aborts quietly on Sluice::AbortTransaction,
-      # aborts and raises EarlyTransactionExitNotAllowedError on break, return
-      # or throw. A nested call joins the outer transaction.
-      # Every error raised out of it (the block's own ones too) says what
-      # became of the transaction: #transaction_outcome is :aborted (it did
-      # not commit, and never will) or :unknown (a commit was sent and its
-      # answer not learned: it may have committed). See Errors::TransactionOutcome.
-      # @return the block's value (nil when aborted)
-      # @raise [Errors::TransactionError] (#fatal? for a fatal error: with
-      #   config.reload_on_transaction_fatal_error, the default, the producer
-      #   has already rebuilt its client, and the next transaction can go ahead)
-      # @raise [Errors::EarlyTransactionExitNotAllowedError] the block was left by break, return or throw
-      # @yield the work of the transaction: produce_*, transaction_mark_as_consumed
-      # @example
-      #   producer.transaction do
-      #     producer.produce_async(topic: "orders", payload: "created")
-      #     producer.produce_async(topic: "audit", payload: "order created")
-      #   end # both committed, or neither
-      def transaction(&)
-        return yield if own_transaction? # joined: the outer call ends it, and says what became of it
+      # @param producer [Producer] whose #client and #config are read at each call
+      # @param life [ClientLife] the producer's
+      # @param ensure_open [#call] raises Errors::ProducerClosedError when the producer refuses calls now
+      # @param reload [#call] (error, attempt): rebuilds the producer's fatally broken client
+      # @param auth_failure [#call] the current client's authentication failure (a String), if any
+      def initialize(producer, life:, ensure_open:, reload:, auth_failure:)
+        @producer = producer
+        @id = producer.id
+        @monitor = producer.monitor
+        @life = life
+        @ensure_open = ensure_open
+        @reload = reload
+        @auth_failure = auth_failure
+        @lock = Mutex.new
+        @changed = ConditionVariable.new
+        @current = nil
+        @ready = false # init_transactions done for the current client
+        @reloads = 0 # fatal-error reloads in a row
+        @unfinished = nil # :commit or :abort: timed out, to be finished by the next transaction or close
+        @begun_at = nil # when librdkafka's current transaction began (see #fenced_by_timeout?)
+        @failures = FailureBackoff.new
+      end
+
+      # Producer#transaction: the block in a transaction (see there).
+      def run(&)
+        return yield if own? # joined: the outer call ends it, and says what became of it
 
         txn = Transaction.new(Fiber.current, Thread.current, :opening, nil, now)
         run_transaction(txn, &)
@@ -60,20 +80,9 @@ module Sluice
         raise
       end
 
-      # Exactly once, consume-transform-produce: the consumer's offsets after
-      # messages (a Message or several; per partition, after its last one) join
-      # the open transaction, so the messages the transaction produced and the
-      # input offsets commit (or abort) together. The consumer
-      # then commits nothing itself: give it "enable.auto.commit": false.
-      # @raise [Errors::TransactionRequiredError] outside this producer's transaction block
-      # @raise [Errors::TransactionError]
-      # @param consumer [Consumer] the consumer the messages came from
-      # @param messages [Message, Array<Message>]
-      # @return [nil]
-      def transaction_mark_as_consumed(consumer, messages)
-        unless own_open_transaction?
-          raise Errors::TransactionRequiredError, "transaction_mark_as_consumed needs an open transaction: call it inside producer.transaction { }"
-        end
+      # Producer#transaction_mark_as_consumed (see there).
+      def mark_as_consumed(consumer, messages)
+        raise Errors::TransactionRequiredError, OUTSIDE unless own_open?
 
         # per partition, the offset after its last message
         last = Array(messages).group_by { |m| [m.topic, m.partition] }.transform_values { |list| list.map(&:offset).max }
@@ -81,24 +90,47 @@ module Sluice
         transactional(:send_offsets_to_transaction, consumer.native, offsets, call_timeout)
       end
 
-      # @return [Boolean] the producer has a transactional.id
-      def transactional? = @config.transactional?
+      # @return [Boolean] inside a transaction block of this fiber
+      def own? = !!(txn = @current) && txn.fiber.equal?(Fiber.current)
 
-      # @return [Boolean] inside a transaction block (of this fiber)
-      def transaction? = own_transaction?
+      # @return [Boolean] inside an open transaction of this fiber (its produces are in it)
+      def own_open? = own? && @current.state == :open
+
+      # A reload replaced the client: the new one initialises its transactions first.
+      def client_replaced = @ready = false
+
+      # close: waits (until deadline) for the open transaction of another fiber
+      # to end, then takes it over and aborts it, so none stays open on the
+      # broker, and finishes a commit or abort that timed out. One being
+      # opened or ended is waited for: its librdkafka call is under way
+      # (bounded by call_timeout). A transaction of the thread a signal
+      # handler interrupted cannot end while we wait: open, it is taken over
+      # at once; being opened or ended, it is left to that thread.
+      def settle(deadline, interrupted)
+        txn = @lock.synchronize do
+          while (open = @current)
+            # The interrupted thread's transaction cannot move while we wait: that thread runs the handler waiting for us.
+            break if open.thread.equal?(interrupted) || (open.state == :open && deadline && now >= deadline)
+
+            left = open.state == :open && deadline ? deadline - now : nil
+            @changed.wait(@lock, left)
+          end
+          # One being ended by the interrupted thread is left to it: it goes on when the handler returns (and finds us closed).
+          open.tap { |t| t.state = :aborted } if open&.state == :open
+        end
+        abort_transaction(txn, raise_errors: false, timeout_ms: call_timeout_within(deadline)) if txn
+        finish_unfinished(call_timeout_within(deadline), raise_errors: false) if @unfinished
+      end
 
       private
 
-      def init_transactions
-        @txn_lock = Mutex.new
-        @txn_changed = ConditionVariable.new
-        @transaction = nil
-        @transactions_ready = false
-        @transaction_reloads = 0
-        @unfinished = nil # :commit or :abort: timed out, to be finished by the next transaction or close
-        @begun_at = nil # when librdkafka's current transaction began (see #fenced_by_timeout?)
-        @failures = FailureBackoff.new
-      end
+      # The producer's current client (a reload replaces it) and settings (a reload may replace them).
+      def client = @producer.client
+
+      def config = @producer.config
+
+      # What is left until close's deadline, at most call_timeout (at least 1 ms: librdkafka takes 0 as "no wait").
+      def call_timeout_within(deadline) = deadline ? ms_until(deadline).clamp(1, call_timeout) : call_timeout
 
       def run_transaction(txn)
         open_transaction(txn)
@@ -118,7 +150,7 @@ module Sluice
         end
       end
 
-      # The error leaving #transaction learns the outcome: unknown once a
+      # The error leaving #run learns the outcome: unknown once a
       # commit was sent, unless the coordinator refused it for certain (an
       # abortable error, after which it was aborted). A fence or timeout after
       # a commit was sent may hide one that went through. Errors of other
@@ -137,32 +169,22 @@ module Sluice
       # interrupts masked, close and SIGTERM waiting behind it. A call that
       # timed out goes on in librdkafka and may be made again: the next
       # transaction, or close, finishes it first (#finish_unfinished).
-      def call_timeout = @config.max_wait_timeout
+      def call_timeout = config.max_wait_timeout
 
       # transaction.timeout.ms (ms): the broker aborts a transaction open longer.
-      def transaction_timeout = Integer(@config.kafka_setting("transaction.timeout.ms") || TRANSACTION_TIMEOUT)
-
-      def own_transaction? = !!(txn = @transaction) && txn.fiber.equal?(Fiber.current)
-
-      def own_open_transaction? = own_transaction? && @transaction.state == :open
-
-      # librdkafka refuses a transactional producer's messages outside a
-      # transaction ("Erroneous state"), and another fiber's open transaction
-      # must not take them in: like WaterDrop, such a produce runs in a
-      # transaction of its own (committed before it returns).
-      def needs_own_transaction? = @config.transactional? && !own_transaction?
+      def transaction_timeout = Integer(config.kafka_setting("transaction.timeout.ms") || TRANSACTION_TIMEOUT)
 
       def open_transaction(txn)
-        unless transactional?
+        unless config.transactional?
           raise Errors::TransactionError.new("transaction",
                                              KafkaError.new(KafkaError.number_for(:not_configured), "producer has no transactional.id"))
         end
 
         @failures.wait
-        @txn_lock.synchronize do
-          @txn_changed.wait(@txn_lock) while @transaction
-          ensure_open!
-          @transaction = txn
+        @lock.synchronize do
+          @changed.wait(@lock) while @current
+          @ensure_open.call
+          @current = txn
         end
         begin
           prepare_transactions
@@ -187,7 +209,7 @@ module Sluice
       # refusal (a fresh cluster's coordinator still loading), is tried again:
       # one call would have retried those itself.
       def prepare_transactions
-        return if @transactions_ready
+        return if @ready
 
         deadline = now + (2 * transaction_timeout / 1000.0)
         begin
@@ -195,13 +217,13 @@ module Sluice
         rescue Errors::TransactionError => e
           raise unless (e.code == :timed_out || e.kafka_error.retryable?) && !e.fatal? && now < deadline
 
-          failure = @state.auth_failure
+          failure = @auth_failure.call
           raise Errors::AuthenticationError, failure if failure
 
           sleep(INIT_BACKOFF) unless e.code == :timed_out
           retry
         end
-        @transactions_ready = true
+        @ready = true
       end
 
       def end_transaction(txn, outcome)
@@ -267,7 +289,7 @@ module Sluice
 
       def committed
         @begun_at = nil # ended on the broker: nothing of it left to time out
-        @transaction_reloads = 0
+        @reloads = 0
         @failures.reset
         @monitor.instrument("transaction.committed", producer_id: @id)
       end
@@ -307,7 +329,7 @@ module Sluice
       # before the partition's registration did (librdkafka issue 4849): one
       # acknowledged delivery proves the registration is done.
       def wait_for_first_delivery(txn)
-        timeout = @config.wait_timeout_on_transaction_abort
+        timeout = config.wait_timeout_on_transaction_abort
         return unless timeout.positive? && (handle = txn&.first_handle)
 
         handle.wait(max_wait_timeout: timeout, raise_response_error: false)
@@ -315,35 +337,9 @@ module Sluice
         nil # best effort: abort anyway
       end
 
-      # close: waits (until deadline) for the open transaction of another fiber
-      # to end, then takes it over and aborts it, so none stays open on the
-      # broker, and finishes a commit or abort that timed out. One being
-      # opened or ended is waited for: its librdkafka call is under way
-      # (bounded by call_timeout). A transaction of the thread a signal
-      # handler interrupted cannot end while we wait: open, it is taken over
-      # at once; being opened or ended, it is left to that thread.
-      def settle_transaction(deadline, interrupted)
-        txn = @txn_lock.synchronize do
-          while (open = @transaction)
-            # The interrupted thread's transaction cannot move while we wait: that thread runs the handler waiting for us.
-            break if open.thread.equal?(interrupted) || (open.state == :open && deadline && now >= deadline)
-
-            left = open.state == :open && deadline ? deadline - now : nil
-            @txn_changed.wait(@txn_lock, left)
-          end
-          # One being ended by the interrupted thread is left to it: it goes on when the handler returns (and finds us closed).
-          open.tap { |t| t.state = :aborted } if open&.state == :open
-        end
-        abort_transaction(txn, raise_errors: false, timeout_ms: call_timeout_within(deadline)) if txn
-        finish_unfinished(call_timeout_within(deadline), raise_errors: false) if @unfinished
-      end
-
-      # What is left until close's deadline, at most call_timeout (at least 1 ms: librdkafka takes 0 as "no wait").
-      def call_timeout_within(deadline) = deadline ? ms_until(deadline).clamp(1, call_timeout) : call_timeout
-
       # The owner ends its transaction, unless close already took it over.
       def claim(txn)
-        @txn_lock.synchronize do
+        @lock.synchronize do
           return false unless txn.state == :open
 
           txn.state = :ending
@@ -352,16 +348,16 @@ module Sluice
       end
 
       def change(txn, state)
-        @txn_lock.synchronize do
+        @lock.synchronize do
           txn.state = state if txn.state == :opening
-          @txn_changed.broadcast
+          @changed.broadcast
         end
       end
 
       def release(txn)
-        @txn_lock.synchronize do
-          @transaction = nil if @transaction.equal?(txn)
-          @txn_changed.broadcast
+        @lock.synchronize do
+          @current = nil if @current.equal?(txn)
+          @changed.broadcast
         end
       end
 
@@ -370,20 +366,20 @@ module Sluice
       # reload_on_transaction_fatal_error a new one takes its place, within
       # max_attempts_on_transaction_fatal_error reloads in a row.
       def recover_from_fatal_error
-        fatal = @client.fatal_error
+        fatal = client.fatal_error
         return unless fatal
 
         error = KafkaError.new(*fatal, fatal: true)
-        return unless @config.reload_on_transaction_fatal_error && reloadable?(error)
-        return if (@transaction_reloads += 1) > @config.max_attempts_on_transaction_fatal_error
+        return unless config.reload_on_transaction_fatal_error && reloadable?(error)
+        return if (@reloads += 1) > config.max_attempts_on_transaction_fatal_error
 
-        reload!(error, @transaction_reloads)
-        sleep(@config.wait_backoff_on_transaction_fatal_error / 1000.0)
+        @reload.call(error, @reloads)
+        sleep(config.wait_backoff_on_transaction_fatal_error / 1000.0)
       rescue StandardError => e
         @monitor.instrument("error.occurred", producer_id: @id, type: "producer.reload", error: e)
       end
 
-      def reloadable?(error) = !@config.non_reloadable_errors.include?(error.code) || fenced_by_timeout?(error)
+      def reloadable?(error) = !config.non_reloadable_errors.include?(error.code) || fenced_by_timeout?(error)
 
       # librdkafka reports two different fences as one :fenced: another
       # producer took the transactional.id (its init bumped the epoch), or the
@@ -414,7 +410,7 @@ module Sluice
       # before an interrupt can land: one between two commit slices must not
       # leave a commit under way unnoted.
       def transactional(action, *args, unfinished: nil)
-        client = @client
+        client = self.client
         tuple = Thread.handle_interrupt(Object => :never) do
           result = Blocking.call(interruptible: false) { client.public_send(action, *args) }
           @unfinished = result && KafkaError.from_tuple(result).code == :timed_out ? unfinished : nil if unfinished
