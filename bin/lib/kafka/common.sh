@@ -17,7 +17,7 @@ prefix() { sed -u 's/^/kafka: /'; }
 
 usage() {
   cat <<EOF | prefix >&2
-usage: bin/kafka start|stop|status|fetch|topic NAME [PARTITIONS]
+usage: bin/kafka start|stop|status|fetch|topic NAME [PARTITIONS]|scram-user NAME PASSWORD
        bin/kafka cluster fetch|start|stop|status|kill N|restart N|topic NAME [PARTITIONS]|describe [TOPIC]|leader TOPIC PARTITION|wait-isr|features ARGS
 env: KAFKA_PORT=$KAFKA_PORT KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT KAFKA_SASL_PORT=$KAFKA_SASL_PORT KAFKA_VERSION=$KAFKA_VERSION
 EOF
