@@ -11,6 +11,9 @@ RSpec.describe Sluice::Producer::Transactions do
   # #answer set for them (nil, librdkafka's "no error", by default).
   let(:client_class) do
     Class.new(Sluice::Clients::Dummy) do
+      # librdkafka's [code, reason] once the client is in a fatal state (nil: sound)
+      attr_accessor :fatal_error
+
       def calls = (@calls ||= [])
 
       # Every later call of action answers what the block returns.
@@ -33,6 +36,7 @@ RSpec.describe Sluice::Producer::Transactions do
       config.client_class = client_class
       config.logger = Logger.new(nil)
       config.max_wait_timeout = 2_000
+      config.wait_backoff_on_transaction_fatal_error = 0
     end
     test_producers << producer
     producer
@@ -143,5 +147,49 @@ RSpec.describe Sluice::Producer::Transactions do
       expect { producer.close }.to raise_error(Sluice::Errors::ProducerTransactionalCloseAttemptError)
     end
     expect(actions.last).to eq(:commit_transaction)
+  end
+
+  # librdkafka says :fenced both for another producer that took the
+  # transactional.id and for the broker's own abort of a transaction open
+  # longer than transaction.timeout.ms (a long outage): the second is
+  # recovered with a new client, the first stays fatal.
+  context "with a commit fenced" do
+    let(:transaction_timeout_ms) { 200 }
+    let(:kafka) { super().merge("transaction.timeout.ms": transaction_timeout_ms.to_s) }
+
+    def fence_the_commit(fenced)
+      fenced.answer(:commit_transaction) do
+        fenced.fatal_error = [Sluice::KafkaError.number_for(:fenced), "fenced"]
+        [Sluice::KafkaError.number_for(:fenced), "fenced", true, false, false]
+      end
+    end
+
+    it "takes a transaction older than transaction.timeout.ms to be the broker's timeout, and rebuilds the client" do
+      fenced = client
+      fence_the_commit(fenced)
+      expect do
+        producer.transaction do
+          producer.produce_async(topic: "t", payload: "a")
+          sleep(0.25) # the transaction outlives transaction.timeout.ms: the subject, not a wait for something
+        end
+      end.to raise_error(Sluice::Errors::TransactionError) { |e| expect([e.code, e.fatal?]).to eq([:fenced, true]) }
+
+      expect(producer.client).not_to equal(fenced)
+      producer.transaction { producer.produce_async(topic: "t", payload: "b") }
+      expect(producer.client.calls.map(&:first)).to eq(%i[init_transactions begin_transaction commit_transaction])
+    end
+
+    context "when the transaction is younger than transaction.timeout.ms" do
+      let(:transaction_timeout_ms) { 60_000 } # never outlived here, however slow the machine
+
+      it "takes it to be fenced by another producer: the fenced client stays (fatal for good)" do
+        fenced = client
+        fence_the_commit(fenced)
+        expect { producer.transaction { producer.produce_async(topic: "t", payload: "a") } }
+          .to raise_error(Sluice::Errors::TransactionError) { |e| expect(e.code).to eq(:fenced) }
+
+        expect(producer.client).to equal(fenced)
+      end
+    end
   end
 end
