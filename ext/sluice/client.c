@@ -22,7 +22,6 @@
 
 #include "gate.h"
 #include "init.h"
-#include "relay.h"
 #include "resolve.h"
 #include "values.h"
 
@@ -32,30 +31,25 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The base holds no VALUE: the kind's struct may (a producer's in-flight table). */
 static void client_mark(void *p) {
     client_t *c = p;
-    rb_gc_mark_movable(c->consumer.topic_names);
-    rb_gc_mark_movable(c->producer.inflight);
-    rb_gc_mark_movable(c->producer.handle_class);
-    rb_gc_mark_movable(c->producer.notifier);
-    rb_gc_mark_movable(c->consumer.closer);
+    if (c->ops && c->ops->mark) c->ops->mark(c);
 }
 
 static void client_compact(void *p) {
     client_t *c = p;
-    c->consumer.topic_names = rb_gc_location(c->consumer.topic_names);
-    c->producer.inflight = rb_gc_location(c->producer.inflight);
-    c->producer.handle_class = rb_gc_location(c->producer.handle_class);
-    c->producer.notifier = rb_gc_location(c->producer.notifier);
-    c->consumer.closer = rb_gc_location(c->consumer.closer);
+    if (c->ops && c->ops->compact) c->ops->compact(c);
 }
+
+/* The size of the kind's struct, which begins with client_t (client_kind_t.size). */
+static size_t struct_size(const client_t *c) { return c->ops && c->ops->size ? c->ops->size : sizeof(client_t); }
 
 static void close_pipe(client_t *c) {
     if (c->wake_r >= 0) close(c->wake_r);
     if (c->wake_w >= 0) close(c->wake_w);
-    if (c->consumer.wake_r >= 0) close(c->consumer.wake_r);
-    if (c->consumer.wake_w >= 0) close(c->consumer.wake_w);
-    c->wake_r = c->wake_w = c->consumer.wake_r = c->consumer.wake_w = -1;
+    c->wake_r = c->wake_w = -1;
+    if (c->ops && c->ops->close_fds) c->ops->close_fds(c);
 }
 
 /*
@@ -92,7 +86,7 @@ static void *release_in_background(void *p) {
 
 static void client_free(void *p) {
     client_t *c = p;
-    xfree(c->producer.free_slots);
+    if (c->ops && c->ops->free_memory) c->ops->free_memory(c);
     if (!c->rk) {
         /* never created, or destroyed (released already: the hook finds nothing) */
         if (c->ops && c->ops->free_unstarted) c->ops->free_unstarted(c);
@@ -107,11 +101,11 @@ static void client_free(void *p) {
         return;
     }
     /* Collected without #destroy: hand the (possibly slow) teardown to a detached thread. */
-    client_t *copy = malloc(sizeof(*copy));
+    client_t *copy = malloc(struct_size(c));
     pthread_t thr;
     pthread_attr_t attr;
     if (copy) {
-        *copy = *c;
+        memcpy(copy, c, struct_size(c));
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         int failed = pthread_create(&thr, &attr, release_in_background, copy);
@@ -128,7 +122,7 @@ static void client_free(void *p) {
 
 static size_t client_memsize(const void *p) {
     const client_t *c = p;
-    return sizeof(*c) + (size_t)c->producer.free_capa * sizeof(int32_t);
+    return struct_size(c) + (c->ops && c->ops->memsize ? c->ops->memsize(c) : 0);
 }
 
 static const rb_data_type_t client_type = {
@@ -157,14 +151,16 @@ static const client_kind_t *kind_of_class(VALUE klass) {
     return NULL;
 }
 
+/* The kind's whole struct, zeroed, then its fields set by the kind (client_kind_t.init). */
 static VALUE client_alloc(VALUE klass) {
-    client_t *c;
     const client_kind_t *kind = kind_of_class(klass);
-    VALUE self = TypedData_Make_Struct(klass, client_t, &client_type, c);
+    size_t size = kind && kind->size ? kind->size : sizeof(client_t);
+    VALUE self = rb_data_typed_object_zalloc(klass, size, &client_type);
+    client_t *c = RTYPEDDATA_DATA(self);
     c->ops = kind;
-    c->wake_r = c->wake_w = c->consumer.wake_r = c->consumer.wake_w = -1;
-    c->producer.inflight = c->producer.handle_class = c->producer.notifier = c->consumer.topic_names = c->consumer.closer = Qnil;
+    c->wake_r = c->wake_w = -1;
     c->pid = sluice_current_pid;
+    if (kind && kind->init) kind->init(c);
     return self;
 }
 
@@ -233,10 +229,11 @@ rd_kafka_conf_t *sluice_conf_new(VALUE pairs, void (*each)(client_t *, const cha
  * them. Returns a Ruby Array of their texts.
  */
 static VALUE wrong_kind_properties(client_t *c, rd_kafka_t *rk) {
-    if (c->consumer.relay) { /* logs go through the relay's log callback */
+    const client_source_t *source = c->ops ? c->ops->source : NULL;
+    if (source && source->find_logs) { /* logs reach the kind's own source (a consumer's relay) */
         char text[2048];
         VALUE found = rb_ary_new();
-        if (sluice_relay_find_logs(c->consumer.relay, "CONFWARN", WRONG_KIND, text, sizeof(text))) rb_ary_push(found, rb_str_new_cstr(text));
+        if (source->find_logs(c, "CONFWARN", WRONG_KIND, text, sizeof(text))) rb_ary_push(found, rb_str_new_cstr(text));
         return found;
     }
     VALUE found = rb_ary_new();
@@ -315,7 +312,7 @@ static VALUE client_fatal_error(VALUE self) {
  * into) and frees itself when done. Whoever comes second frees it.
  */
 struct teardown {
-    client_t copy;
+    client_t *copy; /* the kind's whole struct (malloc'd) */
     pthread_mutex_t lock;
     pthread_cond_t finished;
     int done, abandoned;
@@ -324,12 +321,13 @@ struct teardown {
 static void teardown_free(struct teardown *t) {
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->finished);
+    free(t->copy);
     free(t);
 }
 
 static void *teardown_run(void *p) {
     struct teardown *t = p;
-    release_native(&t->copy);
+    release_native(t->copy);
     pthread_mutex_lock(&t->lock);
     t->done = 1;
     int abandoned = t->abandoned;
@@ -339,39 +337,35 @@ static void *teardown_run(void *p) {
     return NULL;
 }
 
-/* Hands the struct's native resources over to t: the struct keeps none. */
+/* Hands the struct's native resources over to t->copy: the struct keeps none (the kind forgets its own). */
 static void hand_over(client_t *c, struct teardown *t) {
-    t->copy = *c;
+    memcpy(t->copy, c, struct_size(c));
     c->rk = NULL;
-    c->queue = c->consumer.queue = c->consumer.sasl_queue = NULL;
+    c->queue = NULL;
     c->pending = NULL;
-    c->consumer.relay = NULL;
-    c->consumer.taken = NULL; /* the copy destroys the events and frees the arrays */
-    c->consumer.taken_messages = NULL;
-    c->consumer.taken_count = c->consumer.taken_capa = 0;
-    c->producer.topics = NULL; /* the copy frees the array */
-    c->producer.topic_count = c->producer.topic_capa = 0;
-    c->producer.topic_confs = NULL;
-    c->producer.topic_conf_count = c->producer.topic_conf_capa = 0;
-    c->wake_r = c->wake_w = c->consumer.wake_r = c->consumer.wake_w = -1;
+    c->wake_r = c->wake_w = -1;
+    if (c->ops && c->ops->disown) c->ops->disown(c);
 }
 
 /* 1: released within timeout_ms; 0: still going on in its own thread; -1: no thread could be started. */
 static int release_within(client_t *c, int timeout_ms) {
     struct teardown *t = calloc(1, sizeof(*t));
-    if (!t) return -1;
+    if (t) t->copy = malloc(struct_size(c));
+    if (!t || !t->copy) {
+        free(t);
+        return -1;
+    }
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->finished, NULL);
     pthread_attr_t attr;
     pthread_t thr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    client_t before = *c;
     hand_over(c, t);
     int failed = pthread_create(&thr, &attr, teardown_run, t);
     pthread_attr_destroy(&attr);
     if (failed) {
-        *c = before;
+        memcpy(c, t->copy, struct_size(c)); /* everything back: the struct owns it again */
         teardown_free(t);
         return -1;
     }
@@ -458,7 +452,7 @@ static VALUE client_forked_p(VALUE self) { return sluice_forked(sluice_client_ge
  * while the brokers accept the client (Polling::AuthWatch tells a past refusal from a current one). */
 static VALUE client_progress(VALUE self) {
     client_t *c = sluice_client_get(self);
-    return ULONG2NUM(c->kind == RD_KAFKA_CONSUMER ? c->consumer.fetched : c->producer.delivered);
+    return ULONG2NUM(c->progress);
 }
 
 VALUE sluice_init_client(void) {

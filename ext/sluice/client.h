@@ -1,12 +1,16 @@
 /*
  * The native client: one librdkafka handle, its main queue and wake-up pipe,
- * in the struct every client file shares, and what client.c provides them.
+ * in the struct every kind's struct begins with, and what client.c provides.
  *
  * Sluice::Native::Client is the base class (client.c: allocation,
  * configuration, destroy, fork; gate.c: the gate of GVL-released calls;
  * drain.c: the main queue); Producer, Consumer and Admin are its subclasses.
- * The base calls no kind's code by name: each kind registers a client_kind_t
- * (below) with its class, and the base calls through it. The kinds' tables:
+ * The base calls no kind's code by name and knows none of its fields: each
+ * kind's struct begins with client_t (producer_t in produce.h, consumer_t in
+ * consumer.h; an admin client has no fields of its own), and each kind
+ * registers a client_kind_t (below) with its class: its struct's size and GC
+ * hooks, its steps of the release, where its events come from. The base
+ * allocates, marks, copies and releases through it. The kinds' tables:
  * producer_kind in produce.c, consumer_kind in consumer.c, admin_kind in
  * admin.c. ext/sluice/README.md says which file adds what.
  */
@@ -15,50 +19,37 @@
 
 #include "sluice.h"
 
-typedef struct {
-    char *name;
-    size_t len;
-    int conf_id; /* 0: the producer's own topic settings; n: topic_confs[n - 1] */
-    rd_kafka_topic_t *rkt;
-} topic_entry_t;
-
-typedef int32_t (*partitioner_fn)(const rd_kafka_topic_t *, const void *, size_t, int32_t, void *, void *);
-
-/* What only a producer uses (produce.c, transactions.c). */
-typedef struct {
-    partitioner_fn partitioner;
-    VALUE inflight;            /* Array: slot -> DeliveryHandle (nil when free) */
-    int32_t *free_slots;       /* stack of free slots; capacity >= inflight length */
-    long free_count, free_capa;
-    long inflight_count;
-    VALUE handle_class;        /* what #produce returns (Sluice::DeliveryHandle) */
-    VALUE notifier;            /* given to every handle: wakes its waiters */
-    topic_entry_t *topics;     /* topic handles, so produce skips librdkafka's by-name lookup (grows: malloc'd) */
-    int topic_count, topic_capa;
-    rd_kafka_topic_conf_t **topic_confs; /* variants' topic settings (#add_topic_config), opaque = their id */
-    int topic_conf_count, topic_conf_capa;
-    unsigned long delivered;   /* messages delivered, ever: proof the brokers accept the client (#progress) */
-} producer_part_t;
-
-/* What only a consumer uses (consumer.c, consume.c; drain.c takes its main-queue events from the relay). */
-typedef struct {
-    struct relay *relay;       /* where the main queue's events come from (drain.c takes them there) */
-    rd_kafka_queue_t *sasl_queue; /* OAUTHBEARER refresh requests (NULL without OAUTHBEARER): the background
-                                     queue would run them as callbacks, so they get a queue of their own */
-    rd_kafka_queue_t *queue;   /* the consumer queue: messages, rebalances, consumer errors */
-    int wake_r, wake_w;        /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
-    int exhausted;             /* the last #consume stopped with events left */
-    rd_kafka_event_t **taken;  /* the last #consume's events, destroyed by the next one or by release (malloc'd) */
-    const rd_kafka_message_t **taken_messages; /* each one's message (NULL: not a fetch) */
-    long taken_count, taken_capa;
-    int rebalance_due;         /* a rebalance went to Ruby and was not answered yet (#assign/#unassign) */
-    VALUE topic_names;         /* frozen topic names, shared by every message of the topic */
-    unsigned long fetched;     /* messages taken by #consume, ever: proof the brokers accept the client (#progress) */
-    int closing;               /* close began: calls of other threads are refused (consumer.c) */
-    VALUE closer;              /* the thread running that close (nil before) */
-} consumer_part_t;
-
 typedef struct client client_t;
+
+/* An event a kind's own source hands the drain, or a log line (event NULL; fac and line malloc'd). */
+typedef struct {
+    rd_kafka_event_t *event;
+    int level;
+    char *fac, *line;
+} event_item_t;
+
+static inline void sluice_event_item_free(event_item_t *item) {
+    if (item->event) rd_kafka_event_destroy(item->event);
+    free(item->fac);
+    free(item->line);
+    *item = (event_item_t){0};
+}
+
+/*
+ * Where a kind's main-queue events come from when not from the main queue
+ * itself (a consumer's: its relay and SASL queue, consumer.c). drain.c serves
+ * what `take` hands it; the wake-up pipe is then the source's to write, and
+ * lives as long as the handle.
+ */
+typedef struct client_source {
+    size_t (*left)(client_t *c);                     /* items waiting (with or without the GVL) */
+    int (*take)(client_t *c, event_item_t *out);     /* the next one into *out (GVL held); 0 when none */
+    void (*wait)(client_t *c, int timeout_ms);       /* without the GVL: until an item may be there, at most timeout_ms */
+    void (*interrupt)(client_t *c);                  /* ends another thread's wait (any thread, no GVL needed) */
+    /* The lines of the log records queued so far from facility fac that contain needle,
+     * into buf ("; "-separated, truncated to size); how many matched. */
+    size_t (*find_logs)(client_t *c, const char *fac, const char *needle, char *buf, size_t size);
+} client_source_t;
 
 /*
  * What the base (client.c, gate.c, drain.c) calls of a client's kind. Every hook may
@@ -73,6 +64,21 @@ typedef struct client client_t;
  */
 typedef struct client_kind {
     const char *name;          /* what errors call it: "producer", "consumer", "admin" */
+    /* The kind's struct: it begins with client_t (a client_t * of the kind is a pointer to it), then the
+     * kind's own fields, which `init` sets (VALUEs to nil, fds to -1) right after allocation. */
+    size_t size;
+    void (*init)(client_t *c);
+    /* GC: the kind's VALUEs marked and moved; the memory it holds beyond size (memsize) */
+    void (*mark)(client_t *c);
+    void (*compact)(client_t *c);
+    size_t (*memsize)(const client_t *c);
+    /* GC, on every path: what the object's own memory holds (xmalloc'd), with the GVL */
+    void (*free_memory)(client_t *c);
+    /* A copy of the struct took the native resources over (a teardown in its own thread): the
+     * original forgets the kind's, so that nothing is released twice. */
+    void (*disown)(client_t *c);
+    /* The kind's own fds, closed (idempotent): with the base's pipe, in every path that closes it */
+    void (*close_fds)(client_t *c);
     const VALUE *closed_error; /* what a call on a closed one raises (sluice.h's classes) */
     /* Why a call of the calling thread is refused now (NULL: it is not), with the GVL;
      * never raises. Asked by the gate for calls without unblock function. */
@@ -96,9 +102,10 @@ typedef struct client_kind {
      */
     VALUE (*delivery)(client_t *c, const rd_kafka_message_t *msg);
     VALUE (*result)(rd_kafka_event_t *ev);
+    const client_source_t *source; /* NULL: the main queue (client_source_t) */
 } client_kind_t;
 
-/* One librdkafka handle of any kind, and what its kind adds. */
+/* One librdkafka handle of any kind; its kind's struct begins with it. */
 struct client {
     const client_kind_t *ops;  /* its kind's table (from its class, at allocation); NULL for a bare Client */
     rd_kafka_t *rk;
@@ -112,8 +119,9 @@ struct client {
                                   what a consumer's close waits for before it leaves the group */
     int wake_r, wake_w;        /* wake-up pipe for FD polling, -1 when disabled */
     int exhausted;             /* the last #drain stopped on its budget with events left */
-    producer_part_t producer;
-    consumer_part_t consumer;
+    unsigned long progress;    /* messages delivered (a producer) or fetched (a consumer), ever: proof the
+                                  brokers accept the client (#progress) */
+    /* the kind's own fields follow (client_kind_t.size) */
 };
 
 /* Registers kind as the table of klass and its subclasses (each kind's init, once). */

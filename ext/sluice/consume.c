@@ -39,13 +39,14 @@ static VALUE sym_rebalance, sym_assign, sym_revoke, sym_error, sym_eof;
 
 /* The frozen String for a topic name, shared by all its messages: no allocation per message. */
 static VALUE topic_name(client_t *c, const char *name) {
-    long n = RARRAY_LEN(c->consumer.topic_names);
+    consumer_t *con = sluice_consumer_of(c);
+    long n = RARRAY_LEN(con->topic_names);
     for (long i = 0; i < n; i++) {
-        VALUE s = RARRAY_AREF(c->consumer.topic_names, i);
+        VALUE s = RARRAY_AREF(con->topic_names, i);
         if (!strcmp(RSTRING_PTR(s), name)) return s;
     }
     VALUE s = rb_obj_freeze(rb_str_new_cstr(name));
-    rb_ary_push(c->consumer.topic_names, s);
+    rb_ary_push(con->topic_names, s);
     return s;
 }
 
@@ -135,16 +136,18 @@ static void take_event(client_t *c, rd_kafka_event_t *ev, const rd_kafka_message
 
 /* The last #consume's events, destroyed (C only: any thread, with or without the GVL). */
 static void destroy_taken(client_t *c) {
-    for (long i = 0; i < c->consumer.taken_count; i++) rd_kafka_event_destroy(c->consumer.taken[i]);
-    c->consumer.taken_count = 0;
+    consumer_t *con = sluice_consumer_of(c);
+    for (long i = 0; i < con->taken_count; i++) rd_kafka_event_destroy(con->taken[i]);
+    con->taken_count = 0;
 }
 
 void sluice_consume_free(client_t *c) {
-    free(c->consumer.taken);
-    free(c->consumer.taken_messages);
-    c->consumer.taken = NULL;
-    c->consumer.taken_messages = NULL;
-    c->consumer.taken_count = c->consumer.taken_capa = 0;
+    consumer_t *con = sluice_consumer_of(c);
+    free(con->taken);
+    free(con->taken_messages);
+    con->taken = NULL;
+    con->taken_messages = NULL;
+    con->taken_count = con->taken_capa = 0;
 }
 
 void sluice_consume_release(client_t *c) {
@@ -169,39 +172,41 @@ struct take_args {
 static void *take_nogvl(void *p) {
     struct take_args *a = p;
     client_t *c = a->c;
+    consumer_t *con = sluice_consumer_of(c);
     destroy_taken(c);
     char buf[64];
-    while (read(c->consumer.wake_r, buf, sizeof(buf)) > 0) {
+    while (read(con->wake_r, buf, sizeof(buf)) > 0) {
     }
     double deadline = a->budget_ms < 0 ? INFINITY : sluice_now_ms() + a->budget_ms;
     for (long n = 0; n < a->limit;) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->consumer.queue, 0);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(con->queue, 0);
         if (!ev) break;
         int type = rd_kafka_event_type(ev);
-        c->consumer.taken[n] = ev;
+        con->taken[n] = ev;
         const rd_kafka_message_t *m = type == RD_KAFKA_EVENT_FETCH ? rd_kafka_event_message_next(ev) : NULL;
-        c->consumer.taken_messages[n] = m;
-        if (m && !m->err) c->consumer.fetched++;
-        c->consumer.taken_count = ++n;
+        con->taken_messages[n] = m;
+        if (m && !m->err) c->progress++;
+        con->taken_count = ++n;
         if (type == RD_KAFKA_EVENT_REBALANCE) {
-            c->consumer.rebalance_due = 1; /* answered by Ruby, or by release if that never happens */
+            con->rebalance_due = 1; /* answered by Ruby, or by release if that never happens */
             break;
         }
         if (n % BUDGET_CHECK_EVERY == 0 && sluice_now_ms() >= deadline) break; /* a clock read costs as much as a message */
     }
-    c->consumer.exhausted = rd_kafka_queue_length(c->consumer.queue) > 0;
+    con->exhausted = rd_kafka_queue_length(con->queue) > 0;
     return NULL;
 }
 
 /* Room for limit events, allocated before the call (nothing may fail without the GVL). */
 static void reserve_taken(client_t *c, long limit) {
-    if (limit <= c->consumer.taken_capa) return;
-    rd_kafka_event_t **events = realloc(c->consumer.taken, (size_t)limit * sizeof(*events));
-    if (events) c->consumer.taken = events;
-    const rd_kafka_message_t **messages = realloc(c->consumer.taken_messages, (size_t)limit * sizeof(*messages));
-    if (messages) c->consumer.taken_messages = messages;
+    consumer_t *con = sluice_consumer_of(c);
+    if (limit <= con->taken_capa) return;
+    rd_kafka_event_t **events = realloc(con->taken, (size_t)limit * sizeof(*events));
+    if (events) con->taken = events;
+    const rd_kafka_message_t **messages = realloc(con->taken_messages, (size_t)limit * sizeof(*messages));
+    if (messages) con->taken_messages = messages;
     if (!events || !messages) rb_raise(rb_eNoMemError, "no memory for %ld consumer events", limit);
-    c->consumer.taken_capa = limit;
+    con->taken_capa = limit;
 }
 
 /*
@@ -227,7 +232,8 @@ struct build_args {
 static VALUE build_batch(VALUE p) {
     struct build_args *b = (struct build_args *)p;
     client_t *c = b->c;
-    for (long i = 0; i < c->consumer.taken_count; i++) take_event(c, c->consumer.taken[i], c->consumer.taken_messages[i], b->batch);
+    consumer_t *con = sluice_consumer_of(c);
+    for (long i = 0; i < con->taken_count; i++) take_event(c, con->taken[i], con->taken_messages[i], b->batch);
     return Qnil;
 }
 
@@ -249,15 +255,16 @@ static VALUE consumer_consume(VALUE self, VALUE max_items, VALUE budget) {
     return b.batch;
 }
 
-static VALUE consumer_consume_exhausted_p(VALUE self) { return sluice_client_get(self)->consumer.exhausted ? Qtrue : Qfalse; }
+static VALUE consumer_consume_exhausted_p(VALUE self) { return sluice_consumer_of(sluice_client_get(self))->exhausted ? Qtrue : Qfalse; }
 
 /* #message_fd -> the read end of the consumer queue's wake-up pipe (owned here: never close it) */
-static VALUE consumer_message_fd(VALUE self) { return INT2FIX(sluice_consumer_open(self)->consumer.wake_r); }
+static VALUE consumer_message_fd(VALUE self) { return INT2FIX(sluice_consumer_of(sluice_consumer_open(self))->wake_r); }
 
 /* #wake_messages — makes a wait on #message_fd return now. Safe from any thread and from a signal handler. */
 static VALUE consumer_wake_messages(VALUE self) {
     client_t *c = sluice_client_get(self);
-    if (c->consumer.wake_w >= 0 && write(c->consumer.wake_w, "1", 1) < 0) {
+    consumer_t *con = sluice_consumer_of(c);
+    if (con->wake_w >= 0 && write(con->wake_w, "1", 1) < 0) {
         /* EAGAIN: the pipe is full of wake-ups already */
     }
     return Qnil;

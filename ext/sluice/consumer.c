@@ -20,6 +20,7 @@
 #include "relay.h"
 #include "values.h"
 
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,13 +33,15 @@ static ID id_sluice_caller;
  * thread it works for (its :sluice_caller).
  */
 static int closer_p(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
     VALUE thread = rb_thread_current();
-    return thread == c->consumer.closer || rb_thread_local_aref(thread, id_sluice_caller) == c->consumer.closer;
+    return thread == con->closer || rb_thread_local_aref(thread, id_sluice_caller) == con->closer;
 }
 
 /* The consumer's refusal (client_kind_t): once its close began, every other thread's call. */
 static const char *closing_refusal(client_t *c) {
-    return c->consumer.closing && !closer_p(c) ? "consumer is closing" : NULL;
+    consumer_t *con = sluice_consumer_of(c);
+    return con->closing && !closer_p(c) ? "consumer is closing" : NULL;
 }
 
 /*
@@ -60,7 +63,7 @@ static void *group_nogvl(void *p) {
     struct group_args *a = p;
     rd_kafka_t *rk = a->c->rk;
     /* an answer to a rebalance, given: nothing left for destroy to answer (consumer.c's release) */
-    if (a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN || a->call == INCREMENTAL_UNASSIGN) a->c->consumer.rebalance_due = 0;
+    if (a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN || a->call == INCREMENTAL_UNASSIGN) sluice_consumer_of(a->c)->rebalance_due = 0;
     switch (a->call) {
     case ASSIGN: a->err = rd_kafka_assign(rk, a->list); break;
     case INCREMENTAL_ASSIGN: a->error = rd_kafka_incremental_assign(rk, a->list); break;
@@ -99,10 +102,11 @@ static VALUE group_call(client_t *c, enum group_call call, rd_kafka_topic_partit
  */
 static VALUE consumer_initialize(VALUE self, VALUE pairs) {
     client_t *c = sluice_client_get(self);
+    consumer_t *con = sluice_consumer_of(c);
     int fds[2];
     rd_kafka_conf_t *conf = sluice_conf_new(pairs, NULL, c);
-    c->consumer.relay = sluice_relay_attach(conf); /* owned by the struct from here: freed whatever happens next */
-    if (!c->consumer.relay) {
+    con->relay = sluice_relay_attach(conf); /* owned by the struct from here: freed whatever happens next */
+    if (!con->relay) {
         rd_kafka_conf_destroy(conf);
         rb_raise(rb_eNoMemError, "cannot allocate the consumer's relay");
     }
@@ -114,23 +118,23 @@ static VALUE consumer_initialize(VALUE self, VALUE pairs) {
                         RD_KAFKA_EVENT_REBALANCE | RD_KAFKA_EVENT_OFFSET_COMMIT | RD_KAFKA_EVENT_ERROR |
                             RD_KAFKA_EVENT_STATS | RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH | RD_KAFKA_EVENT_LOG,
                         1);
-    c->consumer.queue = rd_kafka_queue_get_consumer(c->rk);
-    RB_OBJ_WRITE(self, &c->consumer.topic_names, rb_ary_new());
+    con->queue = rd_kafka_queue_get_consumer(c->rk);
+    RB_OBJ_WRITE(self, &con->topic_names, rb_ary_new());
     /* From now on the struct owns the handle: a raise leaves it to #destroy or GC. */
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
-    c->consumer.wake_r = fds[0];
-    c->consumer.wake_w = fds[1];
-    rd_kafka_queue_io_event_enable(c->consumer.queue, c->consumer.wake_w, "1", 1);
+    con->wake_r = fds[0];
+    con->wake_w = fds[1];
+    rd_kafka_queue_io_event_enable(con->queue, con->wake_w, "1", 1);
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
     c->wake_r = fds[0];
     c->wake_w = fds[1];
-    sluice_relay_set_pipe(c->consumer.relay, c->wake_w);
-    sluice_relay_start(c->consumer.relay, c->rk, c->queue);
-    c->consumer.sasl_queue = rd_kafka_queue_get_sasl(c->rk);
-    if (c->consumer.sasl_queue) {
-        rd_kafka_queue_io_event_enable(c->consumer.sasl_queue, c->wake_w, "1", 1);
+    sluice_relay_set_pipe(con->relay, c->wake_w);
+    sluice_relay_start(con->relay, c->rk, c->queue);
+    con->sasl_queue = rd_kafka_queue_get_sasl(c->rk);
+    if (con->sasl_queue) {
+        rd_kafka_queue_io_event_enable(con->sasl_queue, c->wake_w, "1", 1);
         /* the first refresh request was queued inside rd_kafka_new, before this pipe */
-        if (rd_kafka_queue_length(c->consumer.sasl_queue) > 0 && write(c->wake_w, "1", 1) < 0) {
+        if (rd_kafka_queue_length(con->sasl_queue) > 0 && write(c->wake_w, "1", 1) < 0) {
             /* EAGAIN: a wake-up is pending already */
         }
     }
@@ -205,9 +209,10 @@ static void *wait_quiet_nogvl(void *p) {
  */
 static VALUE consumer_close_start(VALUE self, VALUE timeout) {
     client_t *c = sluice_consumer_open(self);
+    consumer_t *con = sluice_consumer_of(c);
     struct quiet_args a = {c, NUM2INT(timeout)};
-    RB_OBJ_WRITE(self, &c->consumer.closer, rb_thread_current());
-    c->consumer.closing = 1;
+    RB_OBJ_WRITE(self, &con->closer, rb_thread_current());
+    con->closing = 1;
     /* no unblock function: the wait is short and bounded, and ends by itself */
     rb_thread_call_without_gvl(wait_quiet_nogvl, &a, NULL, NULL);
     return __atomic_load_n(&c->calls, __ATOMIC_SEQ_CST) == 0 ? Qtrue : Qfalse;
@@ -221,7 +226,8 @@ static VALUE consumer_close_start(VALUE self, VALUE timeout) {
  */
 static VALUE consumer_close_begin(VALUE self) {
     client_t *c = sluice_consumer_open(self);
-    return sluice_error_tuple(rd_kafka_consumer_close_queue(c->rk, c->consumer.queue));
+    consumer_t *con = sluice_consumer_of(c);
+    return sluice_error_tuple(rd_kafka_consumer_close_queue(c->rk, con->queue));
 }
 
 static VALUE consumer_consumer_closed_p(VALUE self) {
@@ -230,26 +236,27 @@ static VALUE consumer_consumer_closed_p(VALUE self) {
 
 /* What a consumer holds besides the handle, released (release_native, no GVL). */
 static void consumer_release(client_t *c) {
-    if (c->consumer.sasl_queue) {
-        rd_kafka_queue_io_event_enable(c->consumer.sasl_queue, -1, NULL, 0);
-        rd_kafka_queue_destroy(c->consumer.sasl_queue);
-        c->consumer.sasl_queue = NULL;
+    consumer_t *con = sluice_consumer_of(c);
+    if (con->sasl_queue) {
+        rd_kafka_queue_io_event_enable(con->sasl_queue, -1, NULL, 0);
+        rd_kafka_queue_destroy(con->sasl_queue);
+        con->sasl_queue = NULL;
     }
-    rd_kafka_queue_io_event_enable(c->consumer.queue, -1, NULL, 0);
+    rd_kafka_queue_io_event_enable(con->queue, -1, NULL, 0);
     sluice_consume_release(c); /* the last #consume's events hold their partitions too */
     /* Messages fetched and never consumed hold their partitions, which hold
      * their brokers: left in the queue, rd_kafka_destroy would wait forever
      * for those broker threads. (librdkafka's own close serves a temporary
      * queue it then destroys; ours is the consumer queue itself.) */
-    for (rd_kafka_event_t *ev; (ev = rd_kafka_queue_poll(c->consumer.queue, 0));) {
-        if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE) c->consumer.rebalance_due = 1;
+    for (rd_kafka_event_t *ev; (ev = rd_kafka_queue_poll(con->queue, 0));) {
+        if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE) con->rebalance_due = 1;
         rd_kafka_event_destroy(ev);
     }
     /* A rebalance never answered (dropped just now, or handed to Ruby whose
      * answer raised, or the process is going down) would keep librdkafka
      * waiting for the answer forever inside rd_kafka_destroy: give the
      * partitions up. */
-    if (c->consumer.rebalance_due) {
+    if (con->rebalance_due) {
         rd_kafka_topic_partition_list_t *assigned = NULL;
         const char *protocol = rd_kafka_rebalance_protocol(c->rk);
         if (protocol && !strcmp(protocol, "COOPERATIVE") && !rd_kafka_assignment(c->rk, &assigned) && assigned) {
@@ -259,35 +266,38 @@ static void consumer_release(client_t *c) {
             rd_kafka_assign(c->rk, NULL);
         }
         if (assigned) rd_kafka_topic_partition_list_destroy(assigned);
-        c->consumer.rebalance_due = 0;
+        con->rebalance_due = 0;
     }
-    rd_kafka_queue_destroy(c->consumer.queue);
-    c->consumer.queue = NULL;
+    rd_kafka_queue_destroy(con->queue);
+    con->queue = NULL;
 }
 
 /* ---- the consumer's steps of the base's release (client_kind_t, client.h) ---- */
 
 static void release_start(client_t *c) {
-    if (c->consumer.relay) sluice_relay_close(c->consumer.relay);
+    consumer_t *con = sluice_consumer_of(c);
+    if (con->relay) sluice_relay_close(con->relay);
 }
 
 static void release_queues(client_t *c) {
-    if (c->consumer.queue) consumer_release(c);
+    consumer_t *con = sluice_consumer_of(c);
+    if (con->queue) consumer_release(c);
     /* Back from the background queue, whose thread rd_kafka_destroy stops
      * first: events relayed later would wait there, holding what they refer
      * to (brokers among them), and rd_kafka_destroy would wait for those. */
-    if (c->consumer.relay) rd_kafka_queue_forward(c->queue, NULL);
+    if (con->relay) rd_kafka_queue_forward(c->queue, NULL);
 }
 
 /* A consumer whose close began has left the group as far as its deadline
  * allowed (Consumer::Lifecycle): librdkafka's own close here would wait,
  * unbounded, for what that close gave up on (a commit to a coordinator that
  * is down, a rebalance). */
-static int destroy_flags(const client_t *c) { return c->consumer.closing ? RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE : 0; }
+static int destroy_flags(const client_t *c) { return ((const consumer_t *)c)->closing ? RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE : 0; }
 
 static void release_end(client_t *c) {
-    if (c->consumer.relay) sluice_relay_free(c->consumer.relay);
-    c->consumer.relay = NULL;
+    consumer_t *con = sluice_consumer_of(c);
+    if (con->relay) sluice_relay_free(con->relay);
+    con->relay = NULL;
 }
 
 static void free_unstarted(client_t *c) {
@@ -297,8 +307,103 @@ static void free_unstarted(client_t *c) {
 
 static void free_forked(client_t *c) { sluice_consume_free(c); /* the parent's events: only our copy of the list */ }
 
+/* ---- the consumer's main-queue events: its relay and SASL queue (client_source_t, client.h) ---- */
+
+/* Pending OAUTHBEARER refresh requests (their number is asked first: polling
+ * a consumer's queue counts as the application polling). */
+static size_t sasl_left(consumer_t *con) { return con->sasl_queue ? rd_kafka_queue_length(con->sasl_queue) : 0; }
+
+static size_t source_left(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    return con->relay ? sluice_relay_length(con->relay) + sasl_left(con) : 0;
+}
+
+/* A refresh request first: a token about to expire outranks statistics and logs. */
+static int source_take(client_t *c, event_item_t *out) {
+    consumer_t *con = sluice_consumer_of(c);
+    *out = (event_item_t){0};
+    if (sasl_left(con) > 0 && (out->event = rd_kafka_queue_poll(con->sasl_queue, 0))) return 1;
+    return con->relay && sluice_relay_pop(con->relay, out);
+}
+
+/* Waits for the relay's (and the SASL queue's) wake-up: never a poll of the handle. */
+static void source_wait(client_t *c, int timeout_ms) {
+    struct pollfd pfd = {.fd = c->wake_r, .events = POLLIN};
+    if (source_left(c) == 0) poll(&pfd, 1, timeout_ms);
+}
+
+static void source_interrupt(client_t *c) {
+    if (write(c->wake_w, "1", 1) < 0) {
+        /* EAGAIN: a wake-up is pending already */
+    }
+}
+
+/* Logs go through the relay's log callback: the CONFWARN lines of rd_kafka_new are there. */
+static size_t source_find_logs(client_t *c, const char *fac, const char *needle, char *buf, size_t size) {
+    consumer_t *con = sluice_consumer_of(c);
+    return con->relay ? sluice_relay_find_logs(con->relay, fac, needle, buf, size) : 0;
+}
+
+static const client_source_t consumer_source = {
+    .left = source_left,
+    .take = source_take,
+    .wait = source_wait,
+    .interrupt = source_interrupt,
+    .find_logs = source_find_logs,
+};
+
+/* ---- the consumer's struct, for the base (client_kind_t, client.h) ---- */
+
+static void consumer_init(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    con->wake_r = con->wake_w = -1;
+    con->topic_names = con->closer = Qnil;
+}
+
+static void consumer_mark(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    rb_gc_mark_movable(con->topic_names);
+    rb_gc_mark_movable(con->closer);
+}
+
+static void consumer_compact(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    con->topic_names = rb_gc_location(con->topic_names);
+    con->closer = rb_gc_location(con->closer);
+}
+
+static size_t consumer_memsize(const client_t *c) {
+    return (size_t)((const consumer_t *)c)->taken_capa * (sizeof(rd_kafka_event_t *) + sizeof(rd_kafka_message_t *));
+}
+
+/* The relay, the queues, the last #consume's events and the queue's pipe went to the teardown's copy. */
+static void consumer_disown(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    con->relay = NULL;
+    con->queue = con->sasl_queue = NULL;
+    con->taken = NULL;
+    con->taken_messages = NULL;
+    con->taken_count = con->taken_capa = 0;
+    con->wake_r = con->wake_w = -1;
+}
+
+static void consumer_close_fds(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    if (con->wake_r >= 0) close(con->wake_r);
+    if (con->wake_w >= 0) close(con->wake_w);
+    con->wake_r = con->wake_w = -1;
+}
+
 static const client_kind_t consumer_kind = {
     .name = "consumer",
+    .size = sizeof(consumer_t),
+    .init = consumer_init,
+    .mark = consumer_mark,
+    .compact = consumer_compact,
+    .memsize = consumer_memsize,
+    .disown = consumer_disown,
+    .close_fds = consumer_close_fds,
+    .source = &consumer_source,
     .closed_error = &sluice_eConsumerClosed,
     .refusal = closing_refusal,
     .release_start = release_start,

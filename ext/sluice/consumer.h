@@ -1,19 +1,41 @@
 /*
- * consumer.c and consume.c (Sluice::Native::Consumer): what the rest of the
- * driver needs of a consumer — the check every consumer call makes (consume.c,
- * transactions.c, test_hooks.c). Its release and its close check reach the
- * base through its kind's table (consumer.c), not by name.
+ * consumer.c and consume.c (Sluice::Native::Consumer): the consumer's struct,
+ * which begins with the base's (client.h), and the check every consumer call
+ * makes (consume.c, transactions.c, test_hooks.c). Its release and its close
+ * check reach the base through its kind's table (consumer.c), not by name.
  */
 #ifndef SLUICE_CONSUMER_H
 #define SLUICE_CONSUMER_H
 
 #include "client.h"
 
-/* The struct of a usable consumer; raises for a closed or closing one, or one inherited through fork.
- * Inline, through client.c: the files that check a consumer call no code of consumer.c's. */
+struct relay;
+
+typedef struct {
+    client_t base;             /* first: a consumer's client_t * points to its consumer_t */
+    struct relay *relay;       /* where the main queue's events come from (its client_source_t, consumer.c) */
+    rd_kafka_queue_t *sasl_queue; /* OAUTHBEARER refresh requests (NULL without OAUTHBEARER): the background
+                                     queue would run them as callbacks, so they get a queue of their own */
+    rd_kafka_queue_t *queue;   /* the consumer queue: messages, rebalances, consumer errors */
+    int wake_r, wake_w;        /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
+    int exhausted;             /* the last #consume stopped with events left */
+    rd_kafka_event_t **taken;  /* the last #consume's events, destroyed by the next one or by release (malloc'd) */
+    const rd_kafka_message_t **taken_messages; /* each one's message (NULL: not a fetch) */
+    long taken_count, taken_capa;
+    int rebalance_due;         /* a rebalance went to Ruby and was not answered yet (#assign/#unassign) */
+    VALUE topic_names;         /* frozen topic names, shared by every message of the topic */
+    int closing;               /* close began: calls of other threads are refused (consumer.c) */
+    VALUE closer;              /* the thread running that close (nil before) */
+} consumer_t;
+
+/* Only for a client of the consumer kind (sluice_consumer_open checks). */
+static inline consumer_t *sluice_consumer_of(client_t *c) { return (consumer_t *)c; }
+
+/* The struct of a usable consumer; raises for a closed or closing one, one inherited through fork, or
+ * another kind's. Inline, through client.c: the files that check a consumer call no code of consumer.c's. */
 static inline client_t *sluice_consumer_open(VALUE self) {
     client_t *c = sluice_client_open(self);
-    if (!c->consumer.queue) rb_raise(rb_eTypeError, "not a consumer");
+    if (c->kind != RD_KAFKA_CONSUMER) rb_raise(rb_eTypeError, "not a consumer"); /* (only Native::Consumer makes one) */
     sluice_client_refuse(c); /* ConsumerClosedError once another thread began closing it */
     return c;
 }

@@ -8,12 +8,10 @@
 #include "gate.h"
 #include "init.h"
 #include "partition_list.h"
-#include "relay.h"
 #include "values.h"
 
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <unistd.h>
 
 static VALUE sym_error, sym_statistics, sym_oauthbearer_token_refresh, sym_log, sym_offset_commit, sym_admin_result;
@@ -79,40 +77,40 @@ static void serve_event(client_t *c, rd_kafka_event_t *ev, VALUE batch, int acks
     }
 }
 
-/* The next main-queue event of a producer (a consumer's come through its relay). */
-static rd_kafka_event_t *next_event(client_t *c) {
-    rd_kafka_event_t *ev = c->pending;
-    if (ev) {
+/* Where the client's events come from: its kind's own source (a consumer's relay), or NULL: its main queue. */
+static const client_source_t *source_of(const client_t *c) { return c->ops ? c->ops->source : NULL; }
+
+/* The next event (or, from a kind's source, log line) into *item; false when there is none. */
+static int take_next(client_t *c, event_item_t *item) {
+    const client_source_t *source = source_of(c);
+    if (source) return source->take(c, item);
+    *item = (event_item_t){.event = c->pending};
+    if (item->event) {
         c->pending = NULL;
-        return ev;
+        return 1;
     }
-    return rd_kafka_queue_poll(c->queue, 0);
-}
-
-/* A consumer's pending OAUTHBEARER refresh requests (its length is asked
- * first: polling a consumer's queue counts as the application polling). */
-static size_t sasl_left(client_t *c) { return c->consumer.sasl_queue ? rd_kafka_queue_length(c->consumer.sasl_queue) : 0; }
-
-/* The next item of a consumer's relay (or SASL queue) into batch; false when there was none. */
-static int serve_relayed(client_t *c, VALUE batch) {
-    relay_item_t item;
-    if (sasl_left(c) > 0) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->consumer.sasl_queue, 0);
-        if (ev) {
-            serve_event(c, ev, batch, 0);
-            rd_kafka_event_destroy(ev);
-            return 1;
-        }
-    }
-    if (!sluice_relay_pop(c->consumer.relay, &item)) return 0;
-    if (item.event) serve_event(c, item.event, batch, 0);
-    else push4(batch, sym_log, INT2FIX(item.level), rb_str_new_cstr(item.fac), rb_str_new_cstr(item.line));
-    sluice_relay_item_free(&item);
-    return 1;
+    return (item->event = rd_kafka_queue_poll(c->queue, 0)) != NULL;
 }
 
 static size_t events_left(client_t *c) {
-    return c->consumer.relay ? sluice_relay_length(c->consumer.relay) + sasl_left(c) : rd_kafka_queue_length(c->queue);
+    const client_source_t *source = source_of(c);
+    return source ? source->left(c) : rd_kafka_queue_length(c->queue);
+}
+
+struct serve_args {
+    client_t *c;
+    VALUE *batch; /* made with the first item */
+    event_item_t *item;
+    int acks;
+};
+
+/* An item into the batch (with the GVL; raises only NoMemoryError: see #drain). */
+static VALUE serve_item(VALUE p) {
+    struct serve_args *a = (struct serve_args *)p;
+    if (NIL_P(*a->batch)) *a->batch = rb_ary_new();
+    if (a->item->event) serve_event(a->c, a->item->event, *a->batch, a->acks);
+    else push4(*a->batch, sym_log, INT2FIX(a->item->level), rb_str_new_cstr(a->item->fac), rb_str_new_cstr(a->item->line));
+    return Qnil;
 }
 
 static void empty_pipe(int fd) {
@@ -148,17 +146,13 @@ static VALUE client_drain(VALUE self, VALUE budget, VALUE acks) {
     double deadline = budget_ms < 0 ? INFINITY : sluice_now_ms() + budget_ms;
     if (c->wake_r >= 0) empty_pipe(c->wake_r);
     c->exhausted = 0;
-    for (;;) {
-        if (c->consumer.relay) {
-            if (NIL_P(batch)) batch = rb_ary_new();
-            if (!serve_relayed(c, batch)) break;
-        } else {
-            rd_kafka_event_t *ev = next_event(c);
-            if (!ev) break;
-            if (NIL_P(batch)) batch = rb_ary_new();
-            serve_event(c, ev, batch, RTEST(acks));
-            rd_kafka_event_destroy(ev);
-        }
+    for (event_item_t item; take_next(c, &item);) {
+        /* Ruby allocates while serving: a NoMemoryError must not leak the item taken. */
+        struct serve_args a = {c, &batch, &item, RTEST(acks)};
+        int state = 0;
+        rb_protect(serve_item, (VALUE)&a, &state);
+        sluice_event_item_free(&item);
+        if (state) rb_jump_tag(state);
         if (sluice_now_ms() >= deadline) {
             c->exhausted = events_left(c) > 0;
             break;
@@ -188,23 +182,16 @@ struct wait_args {
 /* The event is stored before the gate lets #destroy proceed: it is never lost or leaked. */
 static void *wait_events_nogvl(void *p) {
     struct wait_args *a = p;
-    if (a->c->consumer.relay) { /* a consumer: wait for the relay's wake-up, never poll the handle */
-        struct pollfd pfd = {.fd = a->c->wake_r, .events = POLLIN};
-        if (events_left(a->c) == 0) poll(&pfd, 1, a->timeout_ms);
-        return NULL;
-    }
-    a->c->pending = rd_kafka_queue_poll(a->c->queue, a->timeout_ms);
+    const client_source_t *source = source_of(a->c);
+    if (source) source->wait(a->c, a->timeout_ms); /* the source's own wake-up (a consumer's: never a poll of the handle) */
+    else a->c->pending = rd_kafka_queue_poll(a->c->queue, a->timeout_ms);
     return NULL;
 }
 
 static void interrupt(client_t *c) {
-    if (c->consumer.relay) {
-        if (write(c->wake_w, "1", 1) < 0) {
-            /* EAGAIN: a wake-up is pending already */
-        }
-    } else {
-        rd_kafka_queue_yield(c->queue);
-    }
+    const client_source_t *source = source_of(c);
+    if (source) source->interrupt(c);
+    else rd_kafka_queue_yield(c->queue);
 }
 
 static void wait_events_ubf(void *p) { interrupt(((struct wait_args *)p)->c); }
@@ -221,7 +208,7 @@ static VALUE client_wait_events(VALUE self, VALUE timeout) {
     if (c->pending) return Qtrue;
     struct wait_args a = {c, NUM2INT(timeout)};
     sluice_gate_enter(c, wait_events_nogvl, &a, wait_events_ubf, &a, NULL);
-    VALUE ready = c->pending || (c->consumer.relay && events_left(c) > 0) ? Qtrue : Qfalse;
+    VALUE ready = c->pending || (source_of(c) && events_left(c) > 0) ? Qtrue : Qfalse;
     sluice_gate_leave(c);
     return ready;
 }
@@ -243,7 +230,7 @@ static VALUE client_interrupt_wait(VALUE self) {
  */
 static VALUE client_wakeup_enable(VALUE self) {
     client_t *c = sluice_client_open(self);
-    if (c->wake_r >= 0) return INT2FIX(c->wake_r); /* a consumer's exists from the start (the relay writes it) */
+    if (c->wake_r >= 0) return INT2FIX(c->wake_r); /* a source's exists from the start (a consumer's relay writes it) */
     int fds[2];
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
     c->wake_r = fds[0];
@@ -255,7 +242,7 @@ static VALUE client_wakeup_enable(VALUE self) {
 /* #wakeup_disable — IO events off first, then the pipe is closed. */
 static VALUE client_wakeup_disable(VALUE self) {
     client_t *c = sluice_client_get(self);
-    if (c->wake_w < 0 || c->consumer.relay) return Qnil; /* the relay's pipe lives as long as the handle */
+    if (c->wake_w < 0 || source_of(c)) return Qnil; /* a source's pipe lives as long as the handle */
     if (!sluice_forked(c->pid) && c->queue) rd_kafka_queue_io_event_enable(c->queue, -1, NULL, 0);
     close(c->wake_r);
     close(c->wake_w);

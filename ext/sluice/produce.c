@@ -19,32 +19,34 @@ static ID id_topic, id_payload, id_key, id_partition, id_partition_key, id_times
 
 
 static long slot_acquire(client_t *c, VALUE handle) {
+    producer_t *p = sluice_producer_of(c);
     long slot;
-    if (c->producer.free_count > 0) {
-        slot = c->producer.free_slots[--c->producer.free_count];
-        rb_ary_store(c->producer.inflight, slot, handle);
+    if (p->free_count > 0) {
+        slot = p->free_slots[--p->free_count];
+        rb_ary_store(p->inflight, slot, handle);
     } else {
-        slot = RARRAY_LEN(c->producer.inflight);
+        slot = RARRAY_LEN(p->inflight);
         if (slot >= INT32_MAX) rb_raise(rb_eRangeError, "too many messages in flight");
-        if (slot >= c->producer.free_capa) { /* grow first, so releasing a slot never allocates */
-            long capa = c->producer.free_capa ? c->producer.free_capa * 2 : 1024;
-            REALLOC_N(c->producer.free_slots, int32_t, capa);
-            c->producer.free_capa = capa;
+        if (slot >= p->free_capa) { /* grow first, so releasing a slot never allocates */
+            long capa = p->free_capa ? p->free_capa * 2 : 1024;
+            REALLOC_N(p->free_slots, int32_t, capa);
+            p->free_capa = capa;
         }
-        rb_ary_push(c->producer.inflight, handle);
+        rb_ary_push(p->inflight, handle);
     }
-    c->producer.inflight_count++;
+    p->inflight_count++;
     return slot;
 }
 
 /* The DeliveryHandle in slot, and the slot freed. */
 static VALUE inflight_release(client_t *c, long slot) {
-    if (slot < 0 || slot >= RARRAY_LEN(c->producer.inflight)) return Qnil;
-    VALUE handle = RARRAY_AREF(c->producer.inflight, slot);
+    producer_t *p = sluice_producer_of(c);
+    if (slot < 0 || slot >= RARRAY_LEN(p->inflight)) return Qnil;
+    VALUE handle = RARRAY_AREF(p->inflight, slot);
     if (NIL_P(handle)) return Qnil;
-    RARRAY_ASET(c->producer.inflight, slot, Qnil);
-    c->producer.free_slots[c->producer.free_count++] = (int32_t)slot;
-    c->producer.inflight_count--;
+    RARRAY_ASET(p->inflight, slot, Qnil);
+    p->free_slots[p->free_count++] = (int32_t)slot;
+    p->inflight_count--;
     return handle;
 }
 
@@ -65,25 +67,26 @@ enum topic_lookup { TOPIC_FOUND, TOPIC_BY_NAME, TOPIC_BOUND_ELSEWHERE, TOPIC_REF
  * first): producers use a handful of topics.
  */
 static enum topic_lookup topic_handle(client_t *c, const char *name, size_t len, int conf_id, rd_kafka_topic_t **rkt) {
+    producer_t *p = sluice_producer_of(c);
     *rkt = NULL;
-    for (int i = 0; i < c->producer.topic_count; i++)
-        if (c->producer.topics[i].len == len && !memcmp(c->producer.topics[i].name, name, len)) {
-            if (c->producer.topics[i].conf_id != conf_id) return TOPIC_BOUND_ELSEWHERE;
-            *rkt = c->producer.topics[i].rkt;
+    for (int i = 0; i < p->topic_count; i++)
+        if (p->topics[i].len == len && !memcmp(p->topics[i].name, name, len)) {
+            if (p->topics[i].conf_id != conf_id) return TOPIC_BOUND_ELSEWHERE;
+            *rkt = p->topics[i].rkt;
             return TOPIC_FOUND;
         }
-    if (c->producer.topic_count == c->producer.topic_capa) {
-        int capa = c->producer.topic_capa ? c->producer.topic_capa * 2 : 16;
-        topic_entry_t *grown = realloc(c->producer.topics, sizeof(*grown) * (size_t)capa);
+    if (p->topic_count == p->topic_capa) {
+        int capa = p->topic_capa ? p->topic_capa * 2 : 16;
+        topic_entry_t *grown = realloc(p->topics, sizeof(*grown) * (size_t)capa);
         if (!grown) return conf_id ? TOPIC_REFUSED : TOPIC_BY_NAME;
-        c->producer.topics = grown;
-        c->producer.topic_capa = capa;
+        p->topics = grown;
+        p->topic_capa = capa;
     }
     char *copy = malloc(len + 1);
     if (!copy) return conf_id ? TOPIC_REFUSED : TOPIC_BY_NAME;
     memcpy(copy, name, len);
     copy[len] = '\0';
-    rd_kafka_topic_conf_t *conf = conf_id ? rd_kafka_topic_conf_dup(c->producer.topic_confs[conf_id - 1]) : NULL;
+    rd_kafka_topic_conf_t *conf = conf_id ? rd_kafka_topic_conf_dup(p->topic_confs[conf_id - 1]) : NULL;
     rd_kafka_topic_t *found = rd_kafka_topic_new(c->rk, copy, conf); /* takes conf over */
     if (!found) {
         free(copy);
@@ -94,7 +97,7 @@ static enum topic_lookup topic_handle(client_t *c, const char *name, size_t len,
         free(copy);
         return TOPIC_BOUND_ELSEWHERE;
     }
-    c->producer.topics[c->producer.topic_count++] = (topic_entry_t){copy, len, conf_id, found};
+    p->topics[p->topic_count++] = (topic_entry_t){copy, len, conf_id, found};
     *rkt = found;
     return TOPIC_FOUND;
 }
@@ -220,14 +223,15 @@ static VALUE native_check_topic_config(VALUE self, VALUE pairs) {
 
 static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
     client_t *c = sluice_client_open(self);
+    producer_t *p = sluice_producer_of(c);
     char errstr[512];
     topic_pairs_check(pairs);
-    if (c->producer.topic_conf_count == c->producer.topic_conf_capa) {
-        int capa = c->producer.topic_conf_capa ? c->producer.topic_conf_capa * 2 : 4;
-        rd_kafka_topic_conf_t **grown = realloc(c->producer.topic_confs, sizeof(*grown) * (size_t)capa);
+    if (p->topic_conf_count == p->topic_conf_capa) {
+        int capa = p->topic_conf_capa ? p->topic_conf_capa * 2 : 4;
+        rd_kafka_topic_conf_t **grown = realloc(p->topic_confs, sizeof(*grown) * (size_t)capa);
         if (!grown) rb_memerror();
-        c->producer.topic_confs = grown;
-        c->producer.topic_conf_capa = capa;
+        p->topic_confs = grown;
+        p->topic_conf_capa = capa;
     }
     rd_kafka_topic_conf_t *conf = rd_kafka_default_topic_conf_dup(c->rk);
     if (topic_pairs_set(conf, pairs, errstr, sizeof(errstr))) rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", errstr);
@@ -236,22 +240,24 @@ static VALUE client_add_topic_config(VALUE self, VALUE pairs) {
         rd_kafka_topic_conf_destroy(conf);
         rb_raise(sluice_eConfigurationInvalid, "topic_config: %s", conflict);
     }
-    int id = c->producer.topic_conf_count + 1;
+    int id = p->topic_conf_count + 1;
     rd_kafka_topic_conf_set_opaque(conf, (void *)(intptr_t)id);
-    c->producer.topic_confs[c->producer.topic_conf_count++] = conf;
+    p->topic_confs[p->topic_conf_count++] = conf;
     return INT2FIX(id);
 }
 
-void sluice_topic_confs_release(client_t *c) {
-    for (int i = 0; i < c->producer.topic_conf_count; i++) rd_kafka_topic_conf_destroy(c->producer.topic_confs[i]);
-    free(c->producer.topic_confs);
-    c->producer.topic_confs = NULL;
-    c->producer.topic_conf_count = c->producer.topic_conf_capa = 0;
+static void topic_confs_release(client_t *c) {
+    producer_t *p = sluice_producer_of(c);
+    for (int i = 0; i < p->topic_conf_count; i++) rd_kafka_topic_conf_destroy(p->topic_confs[i]);
+    free(p->topic_confs);
+    p->topic_confs = NULL;
+    p->topic_conf_count = p->topic_conf_capa = 0;
 }
 
 static int conf_id_arg(client_t *c, VALUE conf_id) {
+    producer_t *p = sluice_producer_of(c);
     int id = NIL_P(conf_id) ? 0 : NUM2INT(conf_id);
-    if (id < 0 || id > c->producer.topic_conf_count) rb_raise(rb_eArgError, "unknown topic config id %d", id);
+    if (id < 0 || id > p->topic_conf_count) rb_raise(rb_eArgError, "unknown topic config id %d", id);
     return id;
 }
 
@@ -413,9 +419,10 @@ static VALUE client_validate(VALUE self, VALUE message) {
 /* #handles(klass, notifier) — what #produce builds its handles from. */
 static VALUE client_handles(VALUE self, VALUE klass, VALUE notifier) {
     client_t *c = sluice_client_get(self);
+    producer_t *p = sluice_producer_of(c);
     Check_Type(klass, T_CLASS);
-    RB_OBJ_WRITE(self, &c->producer.handle_class, klass);
-    RB_OBJ_WRITE(self, &c->producer.notifier, notifier);
+    RB_OBJ_WRITE(self, &p->handle_class, klass);
+    RB_OBJ_WRITE(self, &p->notifier, notifier);
     return Qnil;
 }
 
@@ -425,9 +432,10 @@ static VALUE client_handles(VALUE self, VALUE klass, VALUE notifier) {
  * behind then). Raises only before anything native is allocated.
  */
 static VALUE produce_one(client_t *c, message_t *m, int conf_id) {
+    producer_t *p = sluice_producer_of(c);
     rd_kafka_topic_t *rkt = topic_for(c, m->topic, conf_id);
     const char *topic = StringValueCStr(m->topic);
-    VALUE handle = sluice_handle_new(c->producer.handle_class, m->topic, m->label, c->producer.notifier);
+    VALUE handle = sluice_handle_new(p->handle_class, m->topic, m->label, p->notifier);
     long slot = slot_acquire(c, handle);
     /* Nothing below raises: the slot is released on every failure path. */
     rd_kafka_vu_t vu[8];
@@ -464,7 +472,8 @@ static VALUE produce_one(client_t *c, message_t *m, int conf_id) {
 }
 
 static void check_handles(client_t *c) {
-    if (NIL_P(c->producer.handle_class)) rb_raise(rb_eRuntimeError, "Client#handles was not called");
+    producer_t *p = sluice_producer_of(c);
+    if (NIL_P(p->handle_class)) rb_raise(rb_eRuntimeError, "Client#handles was not called");
 }
 
 /*
@@ -535,7 +544,7 @@ static VALUE client_produce_many(int argc, VALUE *argv, VALUE self) {
 /* #outq_len -> messages not yet delivered plus events not yet served */
 static VALUE client_outq_len(VALUE self) { return INT2NUM(rd_kafka_outq_len(sluice_client_open(self)->rk)); }
 
-static VALUE client_inflight_count(VALUE self) { return LONG2NUM(sluice_client_get(self)->producer.inflight_count); }
+static VALUE client_inflight_count(VALUE self) { return LONG2NUM(sluice_producer_of(sluice_client_get(self))->inflight_count); }
 
 /* ------------------------------------------------------------------ blocking operations */
 
@@ -604,28 +613,31 @@ static VALUE client_purge(VALUE self) {
  */
 static VALUE client_partition_for(VALUE self, VALUE key, VALUE count) {
     client_t *c = sluice_client_get(self);
+    producer_t *p = sluice_producer_of(c);
     StringValue(key);
     int32_t cnt = NUM2INT(count);
-    if (!c->producer.partitioner || RSTRING_LEN(key) == 0 || cnt <= 0) return INT2FIX(RD_KAFKA_PARTITION_UA);
-    return INT2FIX(c->producer.partitioner(NULL, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), cnt, NULL, NULL));
+    if (!p->partitioner || RSTRING_LEN(key) == 0 || cnt <= 0) return INT2FIX(RD_KAFKA_PARTITION_UA);
+    return INT2FIX(p->partitioner(NULL, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), cnt, NULL, NULL));
 }
 
-void sluice_topics_release(client_t *c) {
-    for (int i = 0; i < c->producer.topic_count; i++) {
-        rd_kafka_topic_destroy(c->producer.topics[i].rkt);
-        free(c->producer.topics[i].name);
+static void topics_release(client_t *c) {
+    producer_t *p = sluice_producer_of(c);
+    for (int i = 0; i < p->topic_count; i++) {
+        rd_kafka_topic_destroy(p->topics[i].rkt);
+        free(p->topics[i].name);
     }
-    free(c->producer.topics);
-    c->producer.topics = NULL;
-    c->producer.topic_count = c->producer.topic_capa = 0;
+    free(p->topics);
+    p->topics = NULL;
+    p->topic_count = p->topic_capa = 0;
 }
 
 /* #take_inflight -> handles that never got a delivery report (after #destroy) */
 static VALUE client_take_inflight(VALUE self) {
     client_t *c = sluice_client_get(self);
+    producer_t *p = sluice_producer_of(c);
     VALUE out = rb_ary_new();
-    if (NIL_P(c->producer.inflight)) return out;
-    for (long i = 0; i < RARRAY_LEN(c->producer.inflight); i++) {
+    if (NIL_P(p->inflight)) return out;
+    for (long i = 0; i < RARRAY_LEN(p->inflight); i++) {
         VALUE h = inflight_release(c, i);
         if (!NIL_P(h)) rb_ary_push(out, h);
     }
@@ -647,7 +659,8 @@ static partitioner_fn partitioner_named(const char *name) {
 }
 
 static void note_partitioner(client_t *c, const char *name, const char *value) {
-    if (!strcmp(name, "partitioner")) c->producer.partitioner = partitioner_named(value);
+    producer_t *p = sluice_producer_of(c);
+    if (!strcmp(name, "partitioner")) p->partitioner = partitioner_named(value);
 }
 
 /*
@@ -657,26 +670,28 @@ static void note_partitioner(client_t *c, const char *name, const char *value) {
  */
 static VALUE producer_initialize(VALUE self, VALUE pairs) {
     client_t *c = sluice_client_get(self);
-    c->producer.partitioner = rd_kafka_msg_partitioner_consistent_random;
+    producer_t *p = sluice_producer_of(c);
+    p->partitioner = rd_kafka_msg_partitioner_consistent_random;
     rd_kafka_conf_t *conf = sluice_conf_new(pairs, note_partitioner, c);
     sluice_client_start(self, c, RD_KAFKA_PRODUCER, conf,
                         RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR | RD_KAFKA_EVENT_STATS | RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH, 0);
-    RB_OBJ_WRITE(self, &c->producer.inflight, rb_ary_new());
+    RB_OBJ_WRITE(self, &p->inflight, rb_ary_new());
     return self;
 }
 
 /* ---- the producer's steps of the base's release (client_kind_t, client.h) ---- */
 
 static void producer_release_start(client_t *c) {
-    sluice_topics_release(c);
-    sluice_topic_confs_release(c);
+    topics_release(c);
+    topic_confs_release(c);
 }
 
 /* A forked child: plain memory only (no librdkafka thread touches a topic conf; the topic handles are the parent's). */
 static void producer_free_forked(client_t *c) {
-    for (int i = 0; i < c->producer.topic_count; i++) free(c->producer.topics[i].name);
-    free(c->producer.topics);
-    sluice_topic_confs_release(c);
+    producer_t *p = sluice_producer_of(c);
+    for (int i = 0; i < p->topic_count; i++) free(p->topics[i].name);
+    free(p->topics);
+    topic_confs_release(c);
 }
 
 /*
@@ -686,15 +701,57 @@ static void producer_free_forked(client_t *c) {
 static VALUE producer_delivery(client_t *c, const rd_kafka_message_t *msg) {
     VALUE handle = inflight_release(c, (long)(uintptr_t)msg->_private - 1);
     if (NIL_P(handle) || msg->err) return handle;
-    c->producer.delivered++;
+    c->progress++;
     return sluice_handle_delivered(handle, msg->partition, msg->offset) ? handle : Qnil;
+}
+
+/* ---- the producer's struct, for the base (client_kind_t, client.h) ---- */
+
+static void producer_init(client_t *c) {
+    producer_t *p = sluice_producer_of(c);
+    p->inflight = p->handle_class = p->notifier = Qnil;
+}
+
+static void producer_mark(client_t *c) {
+    producer_t *p = sluice_producer_of(c);
+    rb_gc_mark_movable(p->inflight);
+    rb_gc_mark_movable(p->handle_class);
+    rb_gc_mark_movable(p->notifier);
+}
+
+static void producer_compact(client_t *c) {
+    producer_t *p = sluice_producer_of(c);
+    p->inflight = rb_gc_location(p->inflight);
+    p->handle_class = rb_gc_location(p->handle_class);
+    p->notifier = rb_gc_location(p->notifier);
+}
+
+static size_t producer_memsize(const client_t *c) { return (size_t)((const producer_t *)c)->free_capa * sizeof(int32_t); }
+
+/* The free-slot stack is the object's (xmalloc'd, never handed to a teardown). */
+static void producer_free_memory(client_t *c) { xfree(sluice_producer_of(c)->free_slots); }
+
+/* The topic handles and configurations went to the teardown's copy, which frees them. */
+static void producer_disown(client_t *c) {
+    producer_t *p = sluice_producer_of(c);
+    p->topics = NULL;
+    p->topic_count = p->topic_capa = 0;
+    p->topic_confs = NULL;
+    p->topic_conf_count = p->topic_conf_capa = 0;
 }
 
 static const client_kind_t producer_kind = {
     .name = "producer",
+    .size = sizeof(producer_t),
+    .init = producer_init,
+    .mark = producer_mark,
+    .compact = producer_compact,
+    .memsize = producer_memsize,
+    .free_memory = producer_free_memory,
+    .disown = producer_disown,
     .closed_error = &sluice_eProducerClosed,
     .release_start = producer_release_start,
-    .free_unstarted = sluice_topic_confs_release,
+    .free_unstarted = topic_confs_release,
     .free_forked = producer_free_forked,
     .delivery = producer_delivery,
 };

@@ -1,14 +1,37 @@
 /*
- * produce.c: what the rest of the driver needs of a producer's in-flight
- * topic cache (client.c releases it).
+ * produce.c (Sluice::Native::Producer): the producer's struct, which begins
+ * with the base's (client.h). Its fields are produce.c's alone.
  */
 #ifndef SLUICE_PRODUCE_H
 #define SLUICE_PRODUCE_H
 
 #include "client.h"
 
-/* The topic handles and topic configurations, destroyed (no GVL needed). */
-void sluice_topics_release(client_t *c);
-void sluice_topic_confs_release(client_t *c);
+typedef struct {
+    char *name;
+    size_t len;
+    int conf_id; /* 0: the producer's own topic settings; n: topic_confs[n - 1] */
+    rd_kafka_topic_t *rkt;
+} topic_entry_t;
+
+typedef int32_t (*partitioner_fn)(const rd_kafka_topic_t *, const void *, size_t, int32_t, void *, void *);
+
+typedef struct {
+    client_t base;             /* first: a producer's client_t * points to its producer_t */
+    partitioner_fn partitioner;
+    VALUE inflight;            /* Array: slot -> DeliveryHandle (nil when free) */
+    int32_t *free_slots;       /* stack of free slots; capacity >= inflight length */
+    long free_count, free_capa;
+    long inflight_count;
+    VALUE handle_class;        /* what #produce returns (Sluice::DeliveryHandle) */
+    VALUE notifier;            /* given to every handle: wakes its waiters */
+    topic_entry_t *topics;     /* topic handles, so produce skips librdkafka's by-name lookup (grows: malloc'd) */
+    int topic_count, topic_capa;
+    rd_kafka_topic_conf_t **topic_confs; /* variants' topic settings (#add_topic_config), opaque = their id */
+    int topic_conf_count, topic_conf_capa;
+} producer_t;
+
+/* Only for a client of the producer kind (a method of Native::Producer's). */
+static inline producer_t *sluice_producer_of(client_t *c) { return (producer_t *)c; }
 
 #endif

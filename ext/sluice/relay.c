@@ -12,10 +12,10 @@
  * thread hands each event to relay_event (C only, never Ruby). It appends the
  * event to a locked FIFO and writes a byte to the client's wake-up pipe when
  * the FIFO was empty, as librdkafka's own queue wake-up would. The poller's
- * drain takes events from the FIFO (drain.c), so nothing it does is a poll of
- * the handle. Log lines come through librdkafka's log callback instead (a log
- * queue's lines would be printed by the background thread, not relayed), as
- * plain records in the same FIFO.
+ * drain takes events from the FIFO (drain.c, through consumer.c's event
+ * source), so nothing it does is a poll of the handle. Log lines come through
+ * librdkafka's log callback instead (a log queue's lines would be printed by
+ * the background thread, not relayed), as plain records in the same FIFO.
  */
 #include "relay.h"
 
@@ -70,15 +70,9 @@ static void relay_event(rd_kafka_t *rk, rd_kafka_event_t *ev, void *opaque) {
 /* log_cb: any librdkafka thread (rd_kafka_new's caller too). */
 static void relay_log(const rd_kafka_t *rk, int level, const char *fac, const char *line) {
     relay_item_t item = {.level = level, .fac = strdup(fac ? fac : ""), .line = strdup(line ? line : "")};
-    if (!item.fac || !item.line || !push(rd_kafka_opaque(rk), item)) sluice_relay_item_free(&item);
+    if (!item.fac || !item.line || !push(rd_kafka_opaque(rk), item)) sluice_event_item_free(&item);
 }
 
-void sluice_relay_item_free(relay_item_t *item) {
-    if (item->event) rd_kafka_event_destroy(item->event);
-    free(item->fac);
-    free(item->line);
-    *item = (relay_item_t){0};
-}
 
 relay_t *sluice_relay_attach(rd_kafka_conf_t *conf) {
     relay_t *r = calloc(1, sizeof(*r));
@@ -152,7 +146,7 @@ void sluice_relay_close(relay_t *r) {
     r->closing = 1;
     r->wake_w = -1;
     while (r->count > 0) {
-        sluice_relay_item_free(&r->items[r->head]);
+        sluice_event_item_free(&r->items[r->head]);
         r->head = (r->head + 1) % r->capa;
         r->count--;
     }
