@@ -214,10 +214,21 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
     found_again = again.flatten(1).to_set(&:last)
     summary = missing_summary(missing, found, found_again, run)
     written = missing.filter_map { |payload| found[payload] }
-    [summary, *Array.new(partitions) { |partition| partition_line(partition, reads, again, uncommitted, written) },
+    [summary, *autopsy(missing, found),
+     *Array.new(partitions) { |partition| partition_line(partition, reads, again, uncommitted, written) },
      *missing.first(12).map { |payload| missing_line(payload, found[payload], found_again.include?(payload), run) }].join("\n")
   rescue StandardError => e # the expectations below must still say what was missing
     "exactly once: no report on the missing inputs (#{e.class}: #{e.message.lines.first&.strip})"
+  end
+
+  # The nodes' files at the first missing input that was written (TestCluster.log_autopsy).
+  def autopsy(missing, found)
+    payload = missing.find { |candidate| found[candidate] }
+    return [] unless payload
+
+    partition, offset = found[payload]
+    ["  autopsy of #{payload} (output partition #{partition}, offset #{offset}):",
+     *TestCluster.log_autopsy(@output, partition, offset).map { |line| "    #{line}" }]
   end
 
   def missing_summary(missing, found, found_again, run)
@@ -340,17 +351,18 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
                 slots: run.kills.map(&:first).join(","), first: first, second: second, during_first: during_first,
                 during_second: during_second, left: left_at_last_fault, finished: finished_after, pause: longest_pause,
                 total: now - started, failed: run.failed.values.sum, failures: failure_codes(run.failed), reloads: run.reloaded)
+    # The reports go into the failure messages too: CI's summary prints those, not the whole log.
     if missing.any?
       @keep_topics << true
-      puts missing_report(missing, reads, run)
+      puts(missing_report = missing_report(missing, reads, run))
     end
-    puts duplicates_report(copies.select { |_, times| times > 1 }.keys, run) if duplicates.positive?
+    puts(duplicates_report = duplicates_report(copies.select { |_, times| times > 1 }.keys, run)) if duplicates.positive?
 
     expect(run.kills.map(&:first)).to eq([0, 1])
     expect(left_at_last_fault).to be_positive # every fault was mid-stream
     expect(unstable).to eq({}), "output partitions whose last stable offset stayed below the high watermark (a transaction left open)"
-    expect(missing.first(10)).to eq([])
-    expect(duplicates).to eq(0)
+    expect(missing.first(10)).to eq([]), -> { "inputs missing from the output (first 10: #{missing.first(10)})\n#{missing_report}" }
+    expect(duplicates).to eq(0), -> { "#{duplicates} inputs copied more than once\n#{duplicates_report}" }
     expect(unexpected).to eq([])
   ensure
     run&.kill_all

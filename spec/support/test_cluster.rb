@@ -132,7 +132,72 @@ module TestCluster
       consumer&.close
     end
 
+    # What each node's copy of topic/partition holds at offset, read from its
+    # files (Kafka's DumpLogSegments): the batch there (producer id and
+    # epoch), that producer's next transaction marker after it, and the
+    # entries of the node's aborted-transaction index that cover the offset
+    # for that producer. Tells an input copied in a transaction that was
+    # aborted from one whose transaction committed but that a node's index
+    # calls aborted, and from one a reader missed. One line per node.
+    # @return [Array<String>]
+    def log_autopsy(topic, partition, offset)
+      Array.new(3) do |i|
+        dir = File.join(ROOT, "tmp/kafka/cluster-#{i + 1}/data/#{topic}-#{partition}")
+        "node #{i + 1}: #{Dir.exist?(dir) ? node_autopsy(dir, offset) : "no copy"}"
+      rescue StandardError => e
+        "node #{i + 1}: no autopsy (#{e.class}: #{e.message.lines.first&.strip})"
+      end
+    end
+
     private
+
+    ROOT = File.expand_path("../..", __dir__)
+
+    def node_autopsy(dir, offset)
+      batches = log_batches(dump_log(Dir[File.join(dir, "*.log")].sort, "--deep-iteration", "--print-data-log"))
+      batch = batches.find { |candidate| candidate[:first] <= offset && offset <= candidate[:last] }
+      return "offset #{offset} not in its log" unless batch
+
+      marker = batches.find { |later| later[:marker] && later[:producer] == batch[:producer] && later[:first] > offset }
+      aborted = aborted_entries(dir, batch[:producer], offset)
+      "offset #{offset} in batch #{batch[:first]}-#{batch[:last]} of producer #{batch[:producer]} epoch #{batch[:epoch]}; " \
+        "its next marker: #{marker ? "#{marker[:marker]} at #{marker[:first]} (epoch #{marker[:epoch]})" : "none"}; " \
+        "aborted-index entries covering it: #{aborted.empty? ? "none" : aborted.join(", ")}"
+    end
+
+    # [{first:, last:, producer:, epoch:, marker: "COMMIT", "ABORT" or nil}] in log order
+    def log_batches(dump)
+      dump.each_line.with_object([]) do |line, batches|
+        if line.start_with?("baseOffset:")
+          fields = line.scan(/(\w+): (\S+)/).to_h
+          batches << { first: Integer(fields["baseOffset"]), last: Integer(fields["lastOffset"]), producer: fields["producerId"],
+                       epoch: fields["producerEpoch"], marker: nil }
+        elsif (kind = line[/endTxnMarker: (\w+)/, 1])
+          batches.last[:marker] = kind
+        end
+      end
+    end
+
+    # The node's aborted-transaction index entries of producer that cover offset: ["first-last", ...]
+    def aborted_entries(dir, producer, offset)
+      dump_log(Dir[File.join(dir, "*.txnindex")].sort).lines.filter_map do |line|
+        entry = line.scan(/(\w+): (\S+)/).to_h
+        next unless entry["producerId"] == producer && (Integer(entry["firstOffset"])..Integer(entry["lastOffset"])).cover?(offset)
+
+        "#{entry["firstOffset"]}-#{entry["lastOffset"]}"
+      end
+    end
+
+    def dump_log(files, *options)
+      return "" if files.empty?
+
+      libs = File.join(ROOT, "tmp/kafka/libs", ENV.fetch("KAFKA_VERSION", "3.9.1"), "*")
+      output, status = Open3.capture2("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", libs,
+                                      "kafka.tools.DumpLogSegments", *options, "--files", files.join(","), err: File::NULL)
+      raise "DumpLogSegments failed on #{files.first}" unless status.success?
+
+      output
+    end
 
     def with_admin
       admin = Sluice::Admin.new do |config|
