@@ -171,7 +171,11 @@ module Sluice
       settle(:alter_configs, name) { configs_show?(type, name, set, delete) }
     end
 
-    # The partition's first offset and the offset after its last message.
+    # The partition's first offset and the offset after its last message (the
+    # high watermark: an open transaction's messages included, as Kafka's
+    # Admin reads it; a read_committed consumer's #query_watermark_offsets
+    # ends at the last stable offset instead). isolation.level in the admin's
+    # kafka settings changes that (Config#kafka_pairs).
     # @param topic [String, Symbol]
     # @param partition [Integer]
     # @return [Array(Integer, Integer)] [low, high]

@@ -146,8 +146,9 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
     during
   end
 
-  # Until every partition's last stable offset is its high watermark (no
-  # transaction open, every marker written), at most seconds.
+  # Until every partition's last stable offset (a read_committed consumer's
+  # ListOffsets) is its high watermark (the admin's, read_uncommitted): no
+  # transaction open, every marker written. At most seconds.
   # @return [Hash{Integer => Array(Integer, Integer)}] partitions still behind: [last stable offset, high watermark]
   def await_stable(topic, seconds = 60)
     deadline = now + seconds
@@ -330,8 +331,13 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
     # once the coordinator logged it, and its markers reach the partitions
     # after (later still when a partition's leader just moved). Until then a
     # read_committed reader's partition ends at the last stable offset, before
-    # the last transactions' copies (in CI once: 9+ inputs, all of the
-    # partition processed last, missing from one output partition).
+    # the last transactions' copies (in CI twice: 9+ inputs, all of the
+    # partition processed last, missing from one output partition). Until
+    # after the second, this wait waited for nothing: Admin#watermark_offsets
+    # read the last stable offset too (librdkafka's ListOffsets at the
+    # handle's isolation.level, read_committed by default), so the two
+    # offsets it compares were always equal. The admin reads at
+    # read_uncommitted now (Admin::Config#kafka_pairs).
     unstable = await_stable(@output)
     @read_at = now
     reads = Array.new(partitions) { |partition| TestCluster.read_partition(@output, partition, isolation: "read_committed") }

@@ -66,7 +66,7 @@ RSpec.describe Sluice::ClientLife do
     admin = build
 
     expect(admin.status).to eq(:connected)
-    expect(native.made.map(&:pairs)).to eq([[%w[bootstrap.servers 127.0.0.1:1]]])
+    expect(native.made.map(&:pairs)).to eq([[%w[bootstrap.servers 127.0.0.1:1], %w[isolation.level read_uncommitted]]]) # Admin::Config#kafka_pairs
     expect(registrations.map(&:first)).to eq([:register])
     expect(events).to eq([["admin.connected", "lifecycle-1"]])
     admin.close

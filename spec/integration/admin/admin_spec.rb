@@ -138,6 +138,23 @@ RSpec.describe Sluice::Admin, :kafka do
       expect { admin.watermark_offsets(topic, 2) }.to raise_error(Sluice::Errors::UnknownTopicError, /unknown_partition/)
     end
 
+    # librdkafka asks at its isolation.level, read_committed by default even
+    # on an admin's handle: while a transaction was open, the high watermark
+    # read was its last stable offset (and the exactly-once cluster spec's
+    # wait for the output's markers, comparing the two, waited for nothing).
+    it "reads the high watermark past an open transaction's messages, and the last stable offset when told read_committed" do
+      create(partitions: 1)
+      producer = build_producer(kafka: { "transactional.id": "sluice-spec-admin-#{suffix}" })
+      committed_reader = build_admin(kafka: { "isolation.level": "read_committed" })
+      producer.transaction do
+        producer.produce_sync(topic: topic, partition: 0, payload: "open")
+        expect(admin.watermark_offsets(topic, 0)).to eq([0, 1])
+        expect(committed_reader.watermark_offsets(topic, 0)).to eq([0, 0])
+      end
+      expect(admin.watermark_offsets(topic, 0)).to eq([0, 2]) # the message and the commit marker
+      expect(committed_reader.watermark_offsets(topic, 0)).to eq([0, 2])
+    end
+
     # librdkafka caches the topic with the partitions it saw and takes a
     # partition missing there as final (until metadata.max.age.ms, 15 min):
     # the rolling upgrade's lag poller failed for minutes after a restarting
