@@ -16,7 +16,7 @@ module Bench
         cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], cores: Etc.nprocessors,
         memory: "#{(File.read("/proc/meminfo")[/MemTotal:\s+(\d+)/, 1].to_i / 1024.0 / 1024).round} GiB",
         librdkafka: "#{librdkafka_version} (#{system_librdkafka? ? "the system's" : "bundled, linked in"})",
-        kafka: Dir[File.join(ROOT, "tmp/kafka/libs/kafka_2.13-*.jar")].first.to_s[/kafka_2\.13-([\d.]+)\.jar/, 1] || "unknown"
+        kafka: kafka_version || "unknown"
       }
     end
 
@@ -26,6 +26,13 @@ module Bench
     end
 
     def system_librdkafka? = ENV["SLUICE_USE_SYSTEM_LIBRDKAFKA"] == "1"
+
+    # The Kafka the local broker runs: bin/kafka's jars for KAFKA_VERSION (its
+    # default, 3.9.1, when unset), one directory per version under tmp/kafka/libs.
+    def kafka_version
+      dir = File.join(ROOT, "tmp/kafka/libs", ENV.fetch("KAFKA_VERSION", "3.9.1"))
+      Dir[File.join(dir, "kafka_2.13-*.jar")].first.to_s[/kafka_2\.13-([\d.]+)\.jar/, 1]
+    end
 
     # A C benchmark (../shared/tools) built against the librdkafka sluice runs
     # on, so the two compare like for like: the bundled build linked in as the

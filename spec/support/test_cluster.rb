@@ -191,7 +191,7 @@ module TestCluster
     def dump_log(files, *options)
       return "" if files.empty?
 
-      libs = File.join(ROOT, "tmp/kafka/libs", ENV.fetch("KAFKA_VERSION", "3.9.1"), "*")
+      libs = File.join(ROOT, "tmp/kafka/libs", TestKafka::VERSION.to_s, "*") # the nodes' (bin/kafka's KAFKA_VERSION)
       output, status = Open3.capture2("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", libs,
                                       "kafka.tools.DumpLogSegments", *options, "--files", files.join(","), err: File::NULL)
       raise "DumpLogSegments failed on #{files.first}" unless status.success?
