@@ -151,6 +151,10 @@ RSpec.describe Sluice::Admin, :kafka do
         expect(admin.watermark_offsets(topic, 0)).to eq([0, 1])
         expect(committed_reader.watermark_offsets(topic, 0)).to eq([0, 0])
       end
+      # The commit returns once the coordinator has decided; the marker reaches
+      # the partition after it. A read_committed reader sees "open" only once
+      # the marker is there (and with one replica, the high watermark with it).
+      expect(consume(topic, 0, 0, 1, isolation: "read_committed").map { |m| m[:payload] }).to eq(["open"])
       expect(admin.watermark_offsets(topic, 0)).to eq([0, 2]) # the message and the commit marker
       expect(committed_reader.watermark_offsets(topic, 0)).to eq([0, 2])
     end
