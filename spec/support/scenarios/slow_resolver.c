@@ -11,6 +11,13 @@
  * glibc leaves with its resolver locks held: getaddrinfo there would hang for
  * good, so the shim says so on stderr and fails the lookup instead (a fresh
  * process, like getent started by the child, starts clean).
+ *
+ * In the process named by $SLOW_RESOLVER_HOLD_PID, other names wait (up to
+ * HOLD_SECONDS) until a slow lookup has begun. Without that, a client with a
+ * slow and a real bootstrap broker could hear from the real one first: its
+ * metadata decommissions the bootstrap brokers, and the slow one's thread
+ * then never looks its name up (CI, on a loaded machine: the scenario waited
+ * for the announcement for good).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -24,6 +31,7 @@
 #include <unistd.h>
 
 #define SLOW_SECONDS 120
+#define HOLD_SECONDS 30
 
 typedef int (*getaddrinfo_fn)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
 
@@ -49,15 +57,29 @@ static void hang(void) {
 
 static int caught_by_fork(void) { return atomic_load(&slow_in_flight) > 0 && atomic_load(&slow_process) != getpid(); }
 
+static atomic_int slow_begun;
+
+/* Other names in the holding process wait for the first slow lookup (see the top). */
+static void hold_until_slow_begun(void) {
+    const char *pid = getenv("SLOW_RESOLVER_HOLD_PID");
+    if (!pid || atoi(pid) != (int)getpid()) return;
+    struct timespec tick = {0, 1000000};
+    for (int waited = 0; !atomic_load(&slow_begun) && waited < HOLD_SECONDS * 1000; waited++) nanosleep(&tick, NULL);
+}
+
 int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {
     if (caught_by_fork()) {
         fprintf(stderr, "slow_resolver: getaddrinfo(%s) in process %d, forked during a lookup: glibc could hang here\n",
                 node ? node : "NULL", (int)getpid());
         return EAI_FAIL;
     }
-    if (!is_slow(node)) return ((getaddrinfo_fn)dlsym(RTLD_NEXT, "getaddrinfo"))(node, service, hints, res);
+    if (!is_slow(node)) {
+        hold_until_slow_begun();
+        return ((getaddrinfo_fn)dlsym(RTLD_NEXT, "getaddrinfo"))(node, service, hints, res);
+    }
     atomic_store(&slow_process, getpid());
     atomic_fetch_add(&slow_in_flight, 1);
+    atomic_store(&slow_begun, 1);
     announce();
     hang();
     atomic_fetch_sub(&slow_in_flight, 1);

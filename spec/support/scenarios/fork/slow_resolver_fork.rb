@@ -4,6 +4,7 @@
 # shim (SlowResolver.env): fork and shell out while a broker thread is inside a 120 s name lookup.
 require_relative "../setup"
 require_relative "../fork_helpers"
+require "io/wait"
 
 def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
@@ -16,8 +17,11 @@ end
 
 announcements, announcer = IO.pipe
 ENV["SLOW_RESOLVER_FD"] = announcer.fileno.to_s
+ENV["SLOW_RESOLVER_HOLD_PID"] = Process.pid.to_s # the real broker's name waits for the slow one's lookup
 parent = make_producer(kafka: { "bootstrap.servers": "broker.slow.invalid:9092,#{BROKERS}",
                                 "enable.sparse.connections": false })
+raise "no broker thread began looking broker.slow.invalid up within 30 s" unless announcements.wait_readable(30)
+
 announcements.read(1) # a broker thread is now inside getaddrinfo, for 120 s
 
 longest_pause = 0.0
