@@ -57,14 +57,12 @@ static void hang(void) {
 
 static int caught_by_fork(void) { return atomic_load(&slow_in_flight) > 0 && atomic_load(&slow_process) != getpid(); }
 
-static atomic_int slow_begun;
-
-/* Other names in the holding process wait for the first slow lookup (see the top). */
+/* Other names in the holding process wait for its first slow lookup (see the top): slow_process names it then. */
 static void hold_until_slow_begun(void) {
     const char *pid = getenv("SLOW_RESOLVER_HOLD_PID");
     if (!pid || atoi(pid) != (int)getpid()) return;
     struct timespec tick = {0, 1000000};
-    for (int waited = 0; !atomic_load(&slow_begun) && waited < HOLD_SECONDS * 1000; waited++) nanosleep(&tick, NULL);
+    for (int waited = 0; atomic_load(&slow_process) != getpid() && waited < HOLD_SECONDS * 1000; waited++) nanosleep(&tick, NULL);
 }
 
 int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {
@@ -79,7 +77,6 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
     }
     atomic_store(&slow_process, getpid());
     atomic_fetch_add(&slow_in_flight, 1);
-    atomic_store(&slow_begun, 1);
     announce();
     hang();
     atomic_fetch_sub(&slow_in_flight, 1);
