@@ -12,7 +12,8 @@ RSpec.configure do |config|
   config.disable_monkey_patching!
   config.order = :random
   config.filter_run_when_matching :focus
-  config.example_status_persistence_file_path = File.expand_path("../tmp/rspec-status.txt", __dir__)
+  # One file per process of a split run (bin/rspec-parallel numbers them): rspec rewrites it whole at the end.
+  config.example_status_persistence_file_path = File.expand_path("../tmp/rspec-status#{ENV.fetch("TEST_ENV_NUMBER", "")}.txt", __dir__)
   config.include SpecHelpers
 
   # Broker-failure specs need the three-node cluster and a few minutes: bin/test-cluster runs them.
