@@ -76,11 +76,16 @@ module Sluice
     end
 
     # @param name [String] a librdkafka property, e.g. "transactional.id"
-    # @return [String, nil] its value as given (whether its key was a Symbol or a String), as a String
+    # @return [String, nil] its value as given (whether its key was a Symbol or a String), as a String;
+    #   of a name given twice (as a Symbol and as a String), the last one, which librdkafka keeps
     def kafka_setting(name)
-      @kafka.each { |key, value| return value.to_s if key.to_s == name }
+      @kafka.reverse_each { |key, value| return value.to_s if key.to_s == name }
       nil
     end
+
+    # @param name [String] a property sluice acts on (a key of KafkaProperty::ALL), e.g. "enable.auto.commit"
+    # @return [Boolean, Integer, String, nil] its value as librdkafka reads it, its default when not given
+    def kafka_value(name) = KafkaProperty::ALL.fetch(name).read(kafka_setting(name))
 
     # A copy with other librdkafka properties, validated and frozen.
     # @param kafka [Hash] the librdkafka properties of the copy
@@ -132,6 +137,15 @@ module Sluice
 
         invalid!("kafka property #{name} must be a String, Symbol, number or boolean, got #{value.inspect}")
       end
+      validate_kafka_values!
+    end
+
+    # A value librdkafka refuses, in a property sluice acts on, is refused
+    # here: sluice would read it as something (on, off, a default).
+    def validate_kafka_values!
+      KafkaProperty::ALL.each_key { |name| kafka_value(name) }
+    rescue ArgumentError => e
+      invalid!("kafka property #{e.message}")
     end
 
     def validate_polling!

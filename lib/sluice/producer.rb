@@ -281,7 +281,7 @@ module Sluice
     def outstanding = @client.inflight_count
 
     # @return [Boolean] enable.idempotence is on (a transactional producer always is)
-    def idempotent? = transactional? || @config.kafka_setting("enable.idempotence") == "true"
+    def idempotent? = @config.idempotent?
 
     # @return [String] id, polling mode and whether it is closed
     def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{closed? ? "closed" : "open"}>"

@@ -49,7 +49,7 @@ module Sluice
       }.freeze
 
       # @return [Boolean] the group protocol is KIP-848's ("group.protocol": "consumer")
-      def consumer_protocol? = kafka_setting("group.protocol") == "consumer"
+      def consumer_protocol? = kafka_value("group.protocol") == "consumer"
 
       # librdkafka's prefetch pauses once the consumer queue holds
       # queued.min.messages (100,000) or queued.max.messages.kbytes (64 MB of
@@ -98,10 +98,10 @@ module Sluice
       # them), unless the application commits itself (exactly-once through a
       # producer's transaction, say).
       # @return [Boolean]
-      def auto_commit? = kafka_setting("enable.auto.commit") != "false"
+      def auto_commit? = kafka_value("enable.auto.commit")
 
       # @return [Integer] librdkafka's max.poll.interval.ms (its default when not given)
-      def max_poll_interval_ms = Integer(kafka_setting("max.poll.interval.ms") || 300_000)
+      def max_poll_interval_ms = kafka_value("max.poll.interval.ms")
 
       private
 
@@ -121,8 +121,7 @@ module Sluice
       def default_heartbeat?
         return false if kafka_setting("heartbeat.interval.ms") || consumer_protocol?
 
-        session = kafka_setting("session.timeout.ms")
-        session.nil? || Integer(session, exception: false).to_i >= 3 * Integer(HEARTBEAT_INTERVAL_MS)
+        kafka_value("session.timeout.ms") >= 3 * Integer(HEARTBEAT_INTERVAL_MS)
       end
 
       def prefetch_backoff?

@@ -79,12 +79,15 @@ module Sluice
       # @return [self]
       def freeze
         @non_reloadable_errors = @non_reloadable_errors.dup.freeze if @non_reloadable_errors.is_a?(Array)
-        @transactional = !kafka_setting("transactional.id").nil? # asked on every produce
+        @transactional = !kafka_value("transactional.id").nil? # asked on every produce
         super
       end
 
-      # Has a transactional.id (known once frozen).
+      # Has a transactional.id (known once frozen); an empty one is none, as for librdkafka.
       def transactional? = @transactional
+
+      # @return [Boolean] enable.idempotence is on (a transactional producer always is)
+      def idempotent? = transactional? || kafka_value("enable.idempotence")
 
       private
 

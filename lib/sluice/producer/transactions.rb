@@ -27,8 +27,6 @@ module Sluice
       COMMIT_ATTEMPTS = 3
       # Between two commits librdkafka refused as retriable at once (s).
       COMMIT_BACKOFF = 0.1
-      # librdkafka's transaction.timeout.ms default (ms).
-      TRANSACTION_TIMEOUT = 60_000
       # One commit call's wait (ms): between two, a close of another thread
       # or a signal handler's takes over (librdkafka resumes a commit that
       # timed out where it stopped).
@@ -172,7 +170,7 @@ module Sluice
       def call_timeout = config.max_wait_timeout
 
       # transaction.timeout.ms (ms): the broker aborts a transaction open longer.
-      def transaction_timeout = Integer(config.kafka_setting("transaction.timeout.ms") || TRANSACTION_TIMEOUT)
+      def transaction_timeout = config.kafka_value("transaction.timeout.ms")
 
       def open_transaction(txn)
         unless config.transactional?

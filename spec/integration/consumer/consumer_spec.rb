@@ -101,6 +101,18 @@ RSpec.describe Sluice::Consumer, :kafka do
       expect(committed).to eq(topic => { 0 => reports.last.offset + 1 })
     end
 
+    # Issue 53, item 5: sluice read "0" as on, and committed at close (and before a revoke) itself.
+    it "commits nothing at close with enable.auto.commit off, spelt as librdkafka reads it (\"0\")" do
+      reports = produce(2)
+      consumer = build_consumer("enable.auto.commit": "0")
+      consumer.assign(topic => { 0 => reports.first.offset })
+      read(consumer, 2)
+      consumer.close
+
+      committed = build_consumer.tap { |c| c.assign(topic => [0]) }.committed
+      expect(committed).to eq(topic => { 0 => -1001 })
+    end
+
     it "does not store the offset of a message whose block raised; the group reads it again" do
       reports = produce(3)
       consumer = build_consumer

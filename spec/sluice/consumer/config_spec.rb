@@ -74,6 +74,59 @@ RSpec.describe Sluice::Consumer::Config do
     consumer&.close(timeout: 1_000)
   end
 
+  # Issue 53, item 5: librdkafka reads these spellings, and sluice read them otherwise.
+  describe "settings read as librdkafka reads them" do
+    def config(kafka)
+      config = described_class.new
+      config.kafka = { "bootstrap.servers": "127.0.0.1:1", "group.id": "g" }.merge(kafka)
+      config.validate!.freeze
+    end
+
+    it "leaves committing to the application for enable.auto.commit off in any spelling" do
+      %w[0 FALSE f False].each { |off| expect(config("enable.auto.commit": off)).not_to be_auto_commit, off }
+      [true, "1", "T", "TRUE"].each { |on| expect(config("enable.auto.commit": on)).to be_auto_commit, on.inspect }
+      expect(config({})).to be_auto_commit
+    end
+
+    it "takes the last of a name given twice, as librdkafka does" do
+      expect(config("enable.auto.commit" => true, "enable.auto.commit": false)).not_to be_auto_commit
+    end
+
+    it "reads the group protocol in any case" do
+      expect(config("group.protocol": "CONSUMER")).to be_consumer_protocol
+      expect(pairs("group.protocol": "Consumer")).not_to include("heartbeat.interval.ms")
+      expect { pairs("group.protocol": "CONSUMER", "session.timeout.ms": 45_000) }
+        .to raise_error(Sluice::Errors::ConfigurationInvalidError, /session.timeout.ms is a setting of the classic group protocol/)
+    end
+
+    it "reads the timeouts it acts on as numbers librdkafka takes" do
+      expect(config("max.poll.interval.ms": "60000ms").max_poll_interval_ms).to eq(60_000)
+      expect(config("max.poll.interval.ms": "0x1000").max_poll_interval_ms).to eq(4096)
+      expect(pairs("session.timeout.ms": "10000ms")["heartbeat.interval.ms"]).to eq("1000") # 10 s: a third is over 1 s
+    end
+
+    it "refuses at construction a value librdkafka refuses, naming what it takes" do
+      { "enable.auto.commit": ["yes", /true or false/], "group.protocol": ["kip848", /one of classic, consumer/],
+        "max.poll.interval.ms": ["five minutes", /an integer/], "enable.auto.offset.store": ["", /true or false/] }
+        .each do |name, (value, expected)|
+          expect { config(name => value) }
+            .to raise_error(Sluice::Errors::ConfigurationInvalidError, /\Akafka property #{Regexp.escape(name.to_s)} must be .*#{expected.source}/)
+        end
+    end
+  end
+
+  it "builds a KIP-848 consumer when group.protocol is spelt in capitals",
+     skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.4") &&
+            "librdkafka #{Sluice.librdkafka_version} has no group.protocol") do
+    consumer = Sluice::Consumer.new do |config|
+      config.kafka = { "bootstrap.servers": "127.0.0.1:1", "group.id": "g", "group.protocol": "CONSUMER" }
+      config.logger = Logger.new(nil)
+    end
+    expect(consumer).not_to be_closed
+  ensure
+    consumer&.close(timeout: 1_000)
+  end
+
   it "sets nothing librdkafka older than 2.2 does not know, and keeps the queue its fixed second needs" do
     allow(Sluice).to receive(:librdkafka_version).and_return("2.0.2")
     expect(pairs).not_to include("fetch.queue.backoff.ms", "queued.min.messages")

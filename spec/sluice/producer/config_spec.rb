@@ -48,6 +48,35 @@ RSpec.describe Sluice::Producer::Config do
     end
   end
 
+  # Issue 53, item 5: librdkafka reads these spellings, and sluice read them otherwise.
+  describe "settings read as librdkafka reads them" do
+    def dummy_producer(kafka)
+      producer = Sluice::Producer.new do |config|
+        config.kafka = kafka
+        config.client_class = Sluice::Clients::Dummy
+      end
+      test_producers << producer
+      producer
+    end
+
+    it "is idempotent for enable.idempotence on in any spelling" do
+      [true, "1", "TRUE", "t"].each { |on| expect(dummy_producer("enable.idempotence": on)).to be_idempotent, on.inspect }
+      [false, "0", "False", "F"].each { |off| expect(dummy_producer("enable.idempotence": off)).not_to be_idempotent, off.inspect }
+    end
+
+    it "is not transactional with an empty transactional.id (librdkafka takes it as none)" do
+      expect(dummy_producer("transactional.id": "")).to have_attributes(transactional?: false, idempotent?: false)
+      expect(dummy_producer("transactional.id": "tx")).to have_attributes(transactional?: true, idempotent?: true)
+    end
+
+    it "refuses, in an in-memory client too, a value librdkafka refuses" do
+      expect { dummy_producer("enable.idempotence": "yes") }
+        .to raise_error(Sluice::Errors::ConfigurationInvalidError, /\Akafka property enable.idempotence must be true or false/)
+      expect { dummy_producer("transaction.timeout.ms": "ten seconds") }
+        .to raise_error(Sluice::Errors::ConfigurationInvalidError, /transaction.timeout.ms must be an integer, got "ten seconds"/)
+    end
+  end
+
   describe "validation in Producer.new" do
     it "refuses a kafka setting that is not a Hash" do
       expect_invalid(/kafka must be a Hash of librdkafka properties, got Array/) { |c| c.kafka = [%w[acks all]] }
