@@ -31,6 +31,10 @@ module Sluice
     # Producer.new was given a setting sluice or librdkafka does not accept.
     ConfigurationInvalidError = Class.new(BaseError)
 
+    # A setting that would send a secret in clear: an OAuth token endpoint
+    # over http:// to a host other than loopback (the client secret is in its request).
+    InsecureEndpointError = Class.new(ConfigurationInvalidError)
+
     # A message was refused before it reached librdkafka (nothing was sent).
     MessageInvalidError = Class.new(BaseError)
 

@@ -70,6 +70,15 @@ module Sluice
       def fetch(...) = payload.fetch(...)
       # @return [Hash] the payload
       def to_h = payload
+
+      # The payload with every secret FILTERED (Secrets.filter_payload): what a
+      # listener logs or an error tracker records holds no password.
+      # @return [String]
+      def inspect = "#<struct #{self.class.name} id=#{id.inspect}, payload=#{Secrets.filter_payload(payload).inspect}>"
+      alias_method :to_s, :inspect
+
+      # pp shows #inspect (Struct's own walks the members as they are).
+      def pretty_print(printer) = printer.text(inspect)
     end
 
     # No listeners (shared, frozen).

@@ -175,8 +175,8 @@ module Sluice
         raise Error, "#{what} answered without credentials" if blank?(data["AccessKeyId"]) || blank?(data["SecretAccessKey"])
 
         Credentials.new(data["AccessKeyId"], data["SecretAccessKey"], present(data["Token"]), time(data["Expiration"]), what)
-      rescue JSON::ParserError
-        raise Error, "#{what} answered something that is not JSON: #{body[0, 100].inspect}"
+      rescue JSON::ParserError # neither its words nor the parser's (the cause): a cut answer holds the secret key
+        raise Error, "#{what} answered something that is not JSON (#{body.bytesize} bytes)", cause: nil
       end
 
       def time(text) = text && Time.iso8601(text)

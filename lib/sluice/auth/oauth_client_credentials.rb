@@ -1,7 +1,9 @@
 # frozen_string_literal: true
 
 require "base64"
+require "ipaddr"
 require "json"
+require "uri"
 
 module Sluice
   module Auth
@@ -33,7 +35,8 @@ module Sluice
       # Seconds to connect to the token endpoint and wait for its answer.
       TIMEOUT = 10
 
-      # @param token_endpoint_url [String] the identity provider's token endpoint (https, or http on loopback)
+      # @param token_endpoint_url [String] the identity provider's token endpoint: https, or http on
+      #   loopback (localhost, 127.0.0.0/8, ::1) only, as the client secret goes in its request
       # @param client_id [String]
       # @param client_secret [String]
       # @param scope [String, nil] the scope asked for
@@ -41,15 +44,13 @@ module Sluice
       # @param ca_file [String, nil] CA certificates to verify the endpoint with (default: the system's)
       # @param timeout [Numeric] seconds (see TIMEOUT)
       # @param clock [#call] the time now, a Time
-      # @raise [ArgumentError] a URL that is not http(s), an empty client id or secret
+      # @raise [ArgumentError] a URL that is not http(s) or holds credentials, an empty client id or secret
+      # @raise [Errors::InsecureEndpointError] an http URL whose host is not loopback
       def initialize(token_endpoint_url:, client_id:, client_secret:, scope: nil, extensions: {}, ca_file: nil, timeout: TIMEOUT,
                      clock: -> { Time.now })
-        unless %r{\Ahttps?://}.match?(token_endpoint_url.to_s)
-          raise ArgumentError, "token_endpoint_url must be an http(s) URL, got #{token_endpoint_url.inspect}"
-        end
         raise ArgumentError, "client_id and client_secret must be non-empty Strings" if [client_id, client_secret].any? { |v| v.to_s.empty? }
 
-        @url = token_endpoint_url.to_s
+        @url = checked_url(token_endpoint_url.to_s)
         @client_id = client_id.to_s
         @client_secret = client_secret.to_s
         @scope = scope
@@ -76,6 +77,26 @@ module Sluice
 
       private
 
+      # The URL is named in every error message, so it may hold no
+      # credentials; the secret may travel in clear only on this machine.
+      def checked_url(url)
+        uri = URI.parse(url) if url.match?(%r{\Ahttps?://}i)
+        raise ArgumentError, "token_endpoint_url must be an http(s) URL" unless uri&.host
+        raise ArgumentError, "token_endpoint_url must hold no credentials: give client_id and client_secret" if uri.userinfo
+        return url if uri.scheme.casecmp?("https") || loopback?(uri.hostname)
+
+        raise Errors::InsecureEndpointError,
+              "token_endpoint_url must be https (http only on loopback: the client secret would travel in clear), got http://#{uri.host}"
+      rescue URI::InvalidURIError
+        raise ArgumentError, "token_endpoint_url is not a URL", cause: nil # URI's message quotes it
+      end
+
+      def loopback?(host)
+        host.casecmp?("localhost") || IPAddr.new(host).loopback?
+      rescue IPAddr::InvalidAddressError # a name: only localhost is loopback by definition
+        false
+      end
+
       # RFC 6749 2.3.1: id and secret form-encoded before Basic.
       def escape(text) = URI.encode_www_form_component(text)
 
@@ -89,8 +110,8 @@ module Sluice
         raise Error, "the token endpoint #{@url} gave a token that expired at #{Time.at(expires_at).utc}" if expires_at <= @clock.call.to_i
 
         Token.new(value, expires_at * 1000, claims["sub"] || @client_id, @extensions)
-      rescue JSON::ParserError
-        raise Error, "the token endpoint #{@url} answered something that is not JSON: #{body[0, 100].inspect}"
+      rescue JSON::ParserError # neither its words nor the parser's (the cause): a form-encoded answer holds the token
+        raise Error, "the token endpoint #{@url} answered something that is not JSON (#{body.bytesize} bytes)", cause: nil
       end
 
       # The claims of a JWT (not verified: the broker does that), or {} for an opaque token.

@@ -121,10 +121,11 @@ module Sluice
       end
 
       # Every argument is text (UTF-8): a byte sequence that is not made optparse raise.
+      # Named by its place only: it may be a -X pair's secret.
       # @raise [UsageError] naming the first that is not
       def valid_text!(argv)
         bad = argv.index { |arg| !arg.dup.force_encoding(Encoding::UTF_8).valid_encoding? }
-        raise UsageError, "argument #{bad + 1} is not valid UTF-8: #{argv[bad].b.inspect}" if bad
+        raise UsageError, "argument #{bad + 1} is not valid UTF-8 (not shown: it may hold a secret)" if bad
       end
 
       # The largest count a flag takes (int32: what librdkafka and Kafka count partitions and messages in).

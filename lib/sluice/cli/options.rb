@@ -18,6 +18,7 @@ module Sluice
         @env = env
         @brokers = nil
         @properties = {}
+        @pairs_given = 0 # -X pairs so far: a malformed one is named by its place
         @defaults = nil # the properties of the file SLUICE_CONFIG names, read when first needed
         @timeout = DEFAULT_TIMEOUT
         @log_level = Logger::WARN
@@ -63,8 +64,9 @@ module Sluice
       private
 
       def property(pair)
+        @pairs_given += 1
         name, value = split(pair)
-        raise UsageError, "-X takes KEY=VALUE, got #{shown(pair)}" unless name
+        raise UsageError, "-X takes KEY=VALUE: #{malformed(pair, "-X number #{@pairs_given}")}" unless name
 
         @properties[name] = value
       end
@@ -77,7 +79,7 @@ module Sluice
           next if line.empty? || line.start_with?("#")
 
           name, value = split(line)
-          raise UsageError, "#{path}:#{number}: expected KEY=VALUE, got #{shown(line)}" unless name
+          raise UsageError, "#{path}:#{number}: expected KEY=VALUE: #{malformed(line, "the line")}" unless name
 
           into[name] = value
         end
@@ -96,8 +98,19 @@ module Sluice
         value.nil? || name.empty? ? nil : [name, value]
       end
 
-      # What a malformed pair may be shown as: all of it, unless it may hold a secret.
-      def shown(pair) = Secrets.sensitive?(pair) ? "#{pair[/\A[\w.-]*/]}... (the rest not shown: it may hold a secret)" : pair.inspect
+      # What a property name looks like (librdkafka's are dotted lowercase
+      # words), followed by what a typo puts in place of "=".
+      NAME_THEN_SEPARATOR = /\A([a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)+)[:\s]/
+
+      # A malformed pair named without its value: a secret may be anywhere in
+      # it (its value, or all of it with no name), so only a plausible
+      # property name before a separator is shown, else where it was.
+      def malformed(pair, where)
+        name = pair[NAME_THEN_SEPARATOR, 1]
+        return "got #{name}... (the rest not shown: it may hold a secret)" if name
+
+        "#{where} is not one (not shown: it may hold a secret)"
+      end
 
       # The longest --timeout (s): librdkafka's timeouts are int32 milliseconds.
       MAX_TIMEOUT = ((2**31) - 1) / 1000

@@ -202,11 +202,14 @@ module Sluice
       end
 
       # Settings a listener made invalid are reported and left out: the new
-      # client gets the producer's settings as they were.
+      # client gets the producer's settings as they were. Listeners get the
+      # settings with their secrets FILTERED (a payload is logged, and sent to
+      # error trackers): a secret left so keeps its value, a new one is taken.
       # @return [Config, nil] the settings replaced, if any
       def reconfigure(error, attempt)
-        kafka = @config.kafka.dup
+        kafka = Secrets.filter(@config.kafka)
         @monitor.instrument("producer.reload", producer_id: @id, error: error, attempt: attempt, caller: self, kafka: kafka)
+        kafka = Secrets.unfilter(kafka, @config.kafka)
         return if kafka == @config.kafka
 
         previous = @config

@@ -102,6 +102,15 @@ RSpec.describe Sluice::Auth::AwsCredentials do
     expect(log.map { |method, path, _| [method, path] }).to eq([["GET", "/v2/credentials/abc"]])
   end
 
+  it "names an answer cut short without quoting it: it may hold the secret key (issue 53)" do
+    url, = serve { [200, json(later)[0, 80]] }
+    env = { "AWS_CONTAINER_CREDENTIALS_FULL_URI" => "#{url}/v2/credentials/abc" }
+    expect { chain(env).credentials }.to raise_error(described_class::Error, /container credentials .*not JSON/) { |error|
+      expect(error.cause).to be_nil
+      expect([error.message, error.full_message].select { |text| text.include?("temp-s") }).to eq([])
+    }
+  end
+
   it "asks EC2's instance metadata with an IMDSv2 session token, for the instance's role" do
     url, log = serve do |request|
       next [200, "imds-session"] if request.request_method == "PUT" && request.path == "/latest/api/token"
