@@ -66,6 +66,9 @@ end
 # Ruby's openssl extension loads.
 def bundled_librdkafka
   cache = ENV.fetch("SLUICE_LIBRDKAFKA_CACHE", File.join(ROOT, "tmp", "librdkafka"))
+  # Through a link, the cache's own path: a build's key holds the paths its steps name (its dependencies'
+  # prefixes), so clones that share one cache by a link (bin/setup's) share its builds only that way.
+  cache = File.realpath(cache) if File.exist?(cache)
   build = SluiceBuild::Librdkafka.new(cache_root: cache, archive_dirs: [File.join(cache, "archives")]).build
   # An installed gem (no checkout around it: no .git, no Rakefile) needs none
   # of the build once the extension is linked: `make install` removes it.
