@@ -96,6 +96,16 @@ unless compiles
              "(x86_64 or aarch64 Linux, glibc 2.36+, Ruby 3.1, 3.3 or 3.4)"
 end
 
+# The selector next, before any librdkafka step: its checks need only the
+# compiler, and a refused one must not wait for (or start) a librdkafka build.
+selector = if requested.empty?
+             SELECTORS.find { |_, available| available.call }&.first
+           elsif SELECTORS.fetch(requested).call
+             requested
+           end
+fail_build "SLUICE_SELECTOR=#{requested}: not available here" if selector.nil? && !requested.empty?
+fail_build "no selector backend: this system has neither epoll, kqueue nor poll.h" unless selector
+
 SYSTEM_LIBRDKAFKA ? system_librdkafka : bundled_librdkafka
 
 fail_build "librdkafka/rdkafka.h not found: #{INSTALL_HINT}" unless have_header("librdkafka/rdkafka.h")
@@ -109,13 +119,6 @@ if !SYSTEM_LIBRDKAFKA && version != SluiceBuild::Librdkafka::VERSION
 end
 message "sluice: librdkafka #{version} headers (#{SYSTEM_LIBRDKAFKA ? "the system's" : "bundled"})\n"
 
-selector = if requested.empty?
-             SELECTORS.find { |_, available| available.call }&.first
-           elsif SELECTORS.fetch(requested).call
-             requested
-           end
-fail_build "SLUICE_SELECTOR=#{requested}: not available here" if selector.nil? && !requested.empty?
-fail_build "no selector backend: this system has neither epoll, kqueue nor poll.h" unless selector
 $defs << "-DSLUICE_SELECTOR_#{selector.upcase}"
 # Ruby's own config.h defines HAVE_SYS_EVENTFD_H on Linux: our own name decides.
 $defs << "-DSLUICE_WAKE_EVENTFD" if selector == "epoll" && have_header("sys/eventfd.h")

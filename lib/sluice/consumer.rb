@@ -257,10 +257,14 @@ module Sluice
     # @return [nil]
     # @raise [ArgumentError] not a Message
     # @raise [Errors::ConsumerClosedError]
+    # @raise [Errors::OffsetPastUnfinishedError] inside a block of each_message(concurrency:), while a
+    #   lower offset of the partition is not finished (return from the block instead: each_message stores it)
     def store_offset(message)
       raise ArgumentError, "store_offset takes a Sluice::Message, got #{message.class}" unless message.is_a?(Message)
 
-      open_client.store_offset(message)
+      client = open_client
+      @inbox.refuse_past_unfinished([[message.topic, message.partition, message.offset + 1]], "store_offset")
+      client.store_offset(message)
       nil
     end
 
@@ -278,6 +282,8 @@ module Sluice
     # @return [nil]
     # @raise [ArgumentError] offsets not of that shape
     # @raise [Errors::ConsumerError]
+    # @raise [Errors::OffsetPastUnfinishedError] offsets given inside a block of each_message(concurrency:)
+    #   past a lower offset of their partition not finished
     def commit(offsets = nil, async: false, **by_topic)
       offsets ||= by_topic unless by_topic.empty?
       raise ArgumentError, "commit takes { topic => { partition => offset } }, got #{offsets.inspect}" unless offsets.nil? || offsets.is_a?(Hash)
@@ -288,6 +294,7 @@ module Sluice
 
         partitions.map { |partition, offset| [topic_name(topic), partition_number(partition), offset_number(offset)] }
       end
+      @inbox.refuse_past_unfinished(list, "commit")
       @inbox.store_processed if @inbox.reader?(Fiber.current) || !@inbox.reading? # another thread's: the reader stores
       check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
       nil

@@ -55,6 +55,13 @@ module Sluice
     # (pause, resume, seek), or one that needs a subscription first.
     ConsumerStateError = Class.new(BaseError)
 
+    # Consumer#store_offset, or Consumer#commit with offsets, inside a block of
+    # each_message(concurrency:) would store an offset past a message of its
+    # partition whose block has not finished: a crash then would skip that
+    # message. Return from the block instead (each_message stores its offset
+    # once every lower one finished), or commit without offsets.
+    OffsetPastUnfinishedError = Class.new(BaseError)
+
     # A call librdkafka or the broker refused; #kafka_error (a KafkaError)
     # tells why, and its #code, #fatal? and #retryable? are asked here too.
     class KafkaCallError < BaseError

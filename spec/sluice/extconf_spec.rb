@@ -127,11 +127,16 @@ RSpec.describe "ext/sluice/extconf.rb" do
     end
   end
 
-  it "refuses an unknown or unavailable SLUICE_SELECTOR" do
-    output, ok = configure(extconf, env: { "SLUICE_SELECTOR" => "select" })
-    expect([ok, output]).to match([false, a_string_including("SLUICE_SELECTOR=select: unknown backend (epoll, kqueue, poll)")])
-    unavailable = RUBY_PLATFORM.include?("linux") ? "kqueue" : "epoll"
-    output, ok = configure(extconf, env: { "SLUICE_SELECTOR" => unavailable })
-    expect([ok, output]).to match([false, a_string_including("SLUICE_SELECTOR=#{unavailable}: not available here")])
+  it "refuses an unknown or unavailable SLUICE_SELECTOR before any librdkafka step" do
+    Dir.mktmpdir("sluice-cache-") do |cache|
+      # An empty cache and no network: a librdkafka step before the check would fail (or build) instead.
+      no_librdkafka = { "SLUICE_LIBRDKAFKA_CACHE" => cache, "SLUICE_LIBRDKAFKA_URL" => "http://127.0.0.1:1/librdkafka.tar.gz" }
+      output, ok = configure(extconf, env: no_librdkafka.merge("SLUICE_SELECTOR" => "select"))
+      expect([ok, output]).to match([false, a_string_including("SLUICE_SELECTOR=select: unknown backend (epoll, kqueue, poll)")])
+      unavailable = RUBY_PLATFORM.include?("linux") ? "kqueue" : "epoll"
+      output, ok = configure(extconf, env: no_librdkafka.merge("SLUICE_SELECTOR" => unavailable))
+      expect([ok, output]).to match([false, a_string_including("SLUICE_SELECTOR=#{unavailable}: not available here")])
+      expect(output).not_to include("sluice: librdkafka")
+    end
   end
 end

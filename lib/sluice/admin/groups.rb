@@ -18,9 +18,11 @@ module Sluice
       #   listing is never returned as if it were all the groups
       # @return [Array<String>]
       def groups
-        listings, errors = request(:groups, nil) { |client, id, ms| client.list_groups(id, ms) }
-        errors.each { |code, message| fail!(:groups, "(a broker did not answer: the listing is incomplete)", code, message) }
-        listings.map(&:first).sort
+        CoordinatorRetry.call(@config.max_wait_timeout) do |timeout_ms|
+          listings, errors = request(:groups, nil, timeout_ms) { |client, id, ms| client.list_groups(id, ms) }
+          errors.each { |code, message| fail!(:groups, "(a broker did not answer: the listing is incomplete)", code, message) }
+          listings.map(&:first).sort
+        end
       end
 
       # A group's state and members.
@@ -92,15 +94,14 @@ module Sluice
       # @raise [Errors::UnknownGroupError, Errors::GroupNotEmptyError]
       def delete_group(group)
         group = group_id(group)
-        check_items!(:delete_group, group, request(:delete_group, group) { |client, id, ms| client.delete_group(id, ms, group) })
+        group_items(:delete_group, group) { |client, id, ms| client.delete_group(id, ms, group) }
         nil
       end
 
       private
 
       def group_description(group)
-        result = request(:describe_group, group) { |client, id, ms| client.describe_group(id, ms, group) }
-        _, _, _, state, protocol, members, type = check_items!(:describe_group, group, result).first
+        _, _, _, state, protocol, members, type = group_items(:describe_group, group) { |client, id, ms| client.describe_group(id, ms, group) }.first
         { state: STATES.fetch(state, :unknown), type: type && TYPES.fetch(type, :unknown), protocol: protocol,
           members: members.map { |member| member_info(member) } }
       end
@@ -113,10 +114,19 @@ module Sluice
       # [[topic, partition, ...], ...] -> { topic => [partition, ...] }
       def partitions_by_topic(list) = list.group_by(&:first).transform_values { |entries| entries.map { |entry| entry[1] } }
 
-      # The partitions of a group result, each checked.
+      # A request to the group's coordinator, its items checked; made again
+      # while the coordinator moves or loads the group (CoordinatorRetry).
+      def group_items(action, group, &block)
+        CoordinatorRetry.call(@config.max_wait_timeout) { |ms| check_items!(action, group, request(action, group, ms, &block)) }
+      end
+
+      # The partitions of a group result, each checked (inside the retry: a
+      # partition's error may be the coordinator's too).
       def group_partitions(action, group, &block)
-        check_items!(action, group, request(action, group, &block)).flat_map(&:last).each do |topic, partition, _, code|
-          fail!(action, "#{group} #{topic}/#{partition}", code, nil) unless code.zero?
+        CoordinatorRetry.call(@config.max_wait_timeout) do |ms|
+          check_items!(action, group, request(action, group, ms, &block)).flat_map(&:last).each do |topic, partition, _, code|
+            fail!(action, "#{group} #{topic}/#{partition}", code, nil) unless code.zero?
+          end
         end
       end
 

@@ -43,10 +43,11 @@ module Sluice
         @client
       end
 
+      # @param timeout_ms [Integer, nil] nil: max_wait_timeout (see Transport#request)
       # @return the result's payload
-      def request(action, subject, &block)
+      def request(action, subject, timeout_ms = nil, &block)
         @monitor.instrument("admin.request", admin_id: @id, action: action, subject: subject) do
-          code, message, payload = @transport.request(action, subject, &block)
+          code, message, payload = @transport.request(action, subject, timeout_ms, &block)
           fail!(action, subject, code, message) unless code.zero?
           payload
         end

@@ -22,12 +22,14 @@ module Sluice
 
       # Sends one request (the block gets the client, the request's number and
       # the timeout) and waits for its result.
+      # @param timeout_ms [Integer, nil] less than max_wait_timeout (what is left of a call that retries)
       # @return [Array(Integer, String, Object)] error code, message, payload
-      def request(action, subject)
+      def request(action, subject, timeout_ms = nil)
+        timeout_ms ||= @timeout_ms
         id = @requests.open
         begin
-          refused = native(action, subject) { yield(@client.call, id, @timeout_ms) }
-          refused || await(action, subject, id)
+          refused = native(action, subject) { yield(@client.call, id, timeout_ms) }
+          refused || await(action, subject, id, timeout_ms)
         ensure
           @requests.forget(id)
         end
@@ -53,8 +55,8 @@ module Sluice
         raise Errors::AdminClosedError, "admin #{@admin_id} was closed during #{action} #{subject}"
       end
 
-      def await(action, subject, id)
-        result = @poller.in_poller_thread? ? pump_until(id) : wait_for_result(id)
+      def await(action, subject, id, timeout_ms)
+        result = @poller.in_poller_thread? ? pump_until(id, timeout_ms) : wait_for_result(id, timeout_ms)
         raise Errors::AdminClosedError, "admin #{@admin_id} was closed during #{action} #{subject}" if result == :closed
 
         result || [TIMED_OUT, "no result within max_wait_timeout (#{@timeout_ms} ms)", nil]
@@ -64,8 +66,8 @@ module Sluice
       # credentials or TLS: a refusal reported meanwhile raises at once; one
       # reported before (librdkafka says so again only at its next reconnect,
       # up to 10 s later) raises once a result is RefusableRead::GRACE s late.
-      def wait_for_result(id)
-        deadline = now + (@timeout_ms / 1000.0)
+      def wait_for_result(id, timeout_ms)
+        deadline = now + (timeout_ms / 1000.0)
         late = now + RefusableRead::GRACE
         refusals = @requests.refusals
         loop do
@@ -82,8 +84,8 @@ module Sluice
       end
 
       # A call from a listener on the polling thread: nobody else would serve the queue.
-      def pump_until(id)
-        deadline = now + (@timeout_ms / 1000.0)
+      def pump_until(id, timeout_ms)
+        deadline = now + (timeout_ms / 1000.0)
         until (result = @requests.result(id))
           return nil if now >= deadline
 

@@ -37,6 +37,9 @@ module Sluice
       # @return [Boolean] the caller runs in one of the pool's fibers (inside a block)
       def current? = @fibers.include?(Fiber.current)
 
+      # The caller's worker, as Workers keys what each runs.
+      def worker = Fiber.current
+
       # Raises Workers::Stop into every fiber still alive, then waits at most
       # seconds for them to end: a block's ensure may wait for ever.
       def stop(seconds)

@@ -332,6 +332,15 @@ module Sluice
       # The caller runs a block of a concurrent each_message (a worker's thread or fiber).
       def in_parallel_block? = !!@workers&.in_block?
 
+      # From a concurrent each_message's block: offsets ([topic, partition,
+      # offset to store]) past a message another block has not finished raise
+      # (ParallelReading#refuse_past_unfinished). Anywhere else, or without
+      # offsets (nil: a commit of what was stored), nothing.
+      def refuse_past_unfinished(offsets, action)
+        workers = @workers
+        workers.refuse_past_unfinished(offsets, action) if offsets && workers&.in_block?
+      end
+
       # Waits (at most seconds) for the reader to return. @return [Boolean] it did
       def wait_idle(seconds)
         deadline = now + seconds

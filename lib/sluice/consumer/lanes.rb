@@ -73,6 +73,14 @@ module Sluice
       # How many messages of this partition wait.
       def waiting_in(topic, partition) = @by_partition[[topic, partition]]
 
+      # The lowest offset of this partition's waiting messages, or nil (a
+      # lane's first message is its lowest: each lane holds one partition's).
+      def lowest_waiting(topic, partition)
+        return if @by_partition[[topic, partition]].zero?
+
+        @waiting.each_value.filter_map { |(first)| first.offset if first.topic == topic && first.partition == partition }.min
+      end
+
       private
 
       def uncount(message)

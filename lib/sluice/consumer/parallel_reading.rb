@@ -64,6 +64,23 @@ module Sluice
       # @return [Boolean] the caller runs one of the blocks (on a worker's thread or fiber)
       def in_block? = @workers.current?
 
+      # A block storing or committing an offset itself: refused past a message
+      # of its partition that another block has not finished (or not started),
+      # as the read's own stores are (Ledger#storable!): a crash after it
+      # would skip that message.
+      # @param offsets [Array<Array(String, Integer, Integer)>] [topic, partition, offset to store]
+      # @raise [Errors::OffsetPastUnfinishedError]
+      def refuse_past_unfinished(offsets, action)
+        offsets.each do |topic, partition, offset|
+          unfinished = @workers.unfinished_below(topic, partition, offset) or next
+
+          raise Errors::OffsetPastUnfinishedError, "#{action} inside each_message(concurrency:) would store offset #{offset} of " \
+                                                   "#{topic}/#{partition} past offset #{unfinished}, whose block has not finished: " \
+                                                   "return from the block instead (each_message stores its offset once every " \
+                                                   "lower one finished), or commit without offsets"
+        end
+      end
+
       # Inbox: a revocation is about to be answered.
       def before_revoke
         running = @workers.running

@@ -21,6 +21,9 @@ module Sluice
       # @return [Boolean] the caller runs on one of the pool's threads (inside a block)
       def current? = @threads.include?(Thread.current)
 
+      # The caller's worker, as Workers keys what each runs (a block's own fibers are of its thread).
+      def worker = Thread.current
+
       # Kills every thread and waits at most seconds for them to end: a block's ensure may not return.
       def stop(seconds)
         @threads.each(&:kill)

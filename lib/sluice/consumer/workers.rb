@@ -36,6 +36,7 @@ module Sluice
         @finished = []
         @held = false # no block starts (an error, a revocation, the end of the read)
         @running = 0
+        @blocks = {} # worker => the message its block runs
         @size = 0 # taken, not finished: waiting or running
         @bytes = 0
         @pool = (Blocking.fiber_scheduled? ? FiberPool : ThreadPool).new(count) { serve }
@@ -49,6 +50,17 @@ module Sluice
 
       # @return [Boolean] the caller is one of the workers: inside a block
       def current? = @pool.current?
+
+      # The lowest offset below `offset` of this partition's messages taken
+      # and not finished (waiting, or running in another block than the
+      # caller's), or nil.
+      def unfinished_below(topic, partition, offset)
+        own = @pool.worker
+        @lock.synchronize do
+          running = @blocks.filter_map { |worker, m| m.offset if !worker.equal?(own) && m.partition == partition && m.topic == topic }
+          [@lanes.lowest_waiting(topic, partition), *running].compact.select { |unfinished| unfinished < offset }.min
+        end
+      end
 
       # Messages of this partition taken and not started.
       def waiting_in(topic, partition) = @lock.synchronize { @lanes.waiting_in(topic, partition) }
@@ -144,6 +156,7 @@ module Sluice
             message = @lanes.start unless @held || @read_stopped.call
             if message
               @running += 1
+              @blocks[@pool.worker] = message
               return message
             end
             Blocking.wait(@work, @lock)
@@ -155,6 +168,7 @@ module Sluice
       def ended(message, error)
         @lock.synchronize do
           @running -= 1
+          @blocks.delete(@pool.worker)
           @lanes.finished(message)
           forget(message)
           @held = true if error

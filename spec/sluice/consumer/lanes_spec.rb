@@ -67,6 +67,13 @@ RSpec.describe Sluice::Consumer::Lanes do
     end
   end
 
+  it "tells a partition's lowest waiting offset across its lanes (what a block may not store past)" do
+    lanes = described_class.new(:key)
+    [message(5, key: "a"), message(3, key: "b"), message(4, key: "b"), message(1, key: "c", partition: 1)].each { |m| lanes.add(m) }
+    lanes.start # a lane's first message runs: no longer waiting
+    expect([lanes.lowest_waiting("t", 0), lanes.lowest_waiting("t", 1), lanes.lowest_waiting("t", 2)]).to eq([3, 1, nil])
+  end
+
   it "drops what waits on revoked partitions, and nothing that runs" do
     lanes = described_class.new(:partition)
     running = message(0)
