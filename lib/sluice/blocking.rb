@@ -31,11 +31,21 @@ module Sluice
       begin
         worker.value
       ensure
-        if worker.alive?
-          worker.kill if interruptible
-          worker.join
-        end
+        settle(worker, interruptible) if worker.alive?
       end
+    end
+
+    # The caller was interrupted: the worker is cut short (interruptible) or
+    # finishes, and the caller waits for it. A second Fiber#raise (Async's
+    # Task#stop again) landing in that wait is dropped, not let out before
+    # the worker ended: Thread.handle_interrupt does not hold one back, and a
+    # call left running would finish after its caller moved on (a commit
+    # noted as done after the next transaction began).
+    def settle(worker, interruptible)
+      worker.kill if interruptible
+      worker.join
+    rescue Exception # rubocop:disable Lint/RescueException -- the first interrupt is on its way already
+      retry if worker.alive?
     end
 
     def fiber_scheduled? = !Fiber.scheduler.nil? && !Fiber.current.blocking?

@@ -106,7 +106,7 @@ module Sluice
       Thread.handle_interrupt(Object => :never) do
         hook(:detach)
         @poller.unregister(state)
-        Blocking.call(interruptible: false) { client.destroy(*destroy_args) }
+        Blocking.call(interruptible: false) { client.destroy(*destroy_args).tap { @destroyed = true } }
         yield if block_given?
       end
     end
@@ -121,8 +121,15 @@ module Sluice
         return false if closed?
 
         @status = :closing
+        @destroyed = false
         instrument("closing")
-        yield
+        begin
+          yield
+        rescue Exception # rubocop:disable Lint/RescueException -- see below
+          # A Task#stop (Fiber#raise: no mask holds it off) after the destroy: the client is gone all the same.
+          lost! if @destroyed
+          raise
+        end
         @status = :closed
         Shutdown.untrack(@owner)
       end

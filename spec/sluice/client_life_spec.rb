@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
+
 # ClientLife without a broker, through an Admin whose native client and poller are fakes: the state
 # machine (:initial, :connected, :closing, :closed) and its events, the refusals of a closed client, a
 # close that is idempotent and runs its steps in order, and a connect that leaves nothing behind when it
@@ -8,7 +10,7 @@ RSpec.describe Sluice::ClientLife do
   # A native admin that records what is done to it.
   native = Class.new do
     class << self
-      attr_accessor :made, :refuse
+      attr_accessor :made, :refuse, :destroying # destroying: [entered, leave] Queues a destroy waits on
 
       def new(pairs)
         raise Sluice::Errors::ConfigurationInvalidError, "refused by the fake native client" if refuse
@@ -19,7 +21,13 @@ RSpec.describe Sluice::ClientLife do
     attr_accessor :pairs, :destroyed, :token_failure
 
     def progress = 0
-    def destroy = (self.destroyed = true) && nil
+
+    def destroy
+      entered, leave = self.class.destroying
+      (entered << true) && leave.pop if entered
+      (self.destroyed = true) && nil
+    end
+
     def oauthbearer_set_token_failure(reason) = (self.token_failure = reason) && nil
   end
 
@@ -48,6 +56,7 @@ RSpec.describe Sluice::ClientLife do
   before do
     native.made = []
     native.refuse = false
+    native.destroying = nil
   end
 
   def build(**settings)
@@ -83,6 +92,24 @@ RSpec.describe Sluice::ClientLife do
     expect(native.made.map(&:destroyed)).to eq([true])
     expect([statuses, admin.status, admin.closed?]).to eq([[:closing], :closed, true])
     expect(events.map(&:first)).to eq(%w[admin.connected admin.closing admin.closed])
+  end
+
+  # Thread.handle_interrupt is no fence against Fiber#raise: the stop lands in the wait for the destroy.
+  it "is :closed when an Async task's close is stopped while the native client is destroyed" do
+    admin = build
+    entered = Queue.new
+    leave = Queue.new
+    native.destroying = [entered, leave]
+    Async do
+      closer = Async { admin.close }
+      entered.pop
+      closer.stop
+      leave << true
+    end.wait
+
+    expect([native.made.map(&:destroyed), admin.status]).to eq([[true], :closed])
+    expect(admin.close).to be_nil # nothing left to close
+    expect(registrations.map(&:first)).to eq(%i[register unregister])
   end
 
   it "closes once: a second close does nothing and announces nothing" do

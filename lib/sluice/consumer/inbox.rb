@@ -71,8 +71,14 @@ module Sluice
     # (the application came back from it). An interrupt can thus cost a
     # message handed out twice, never one skipped. Waits are not masked:
     # Timeout around an idle read ends it on time.
+    # The mask is no fence against Fiber#raise (Async's Task#stop): it lands
+    # in any wait inside a masked move (for running blocks, a seek, a
+    # commit). So each move that waits is ordered to be safe when stopped
+    # after any step: sought back, then dropped; a control item answered,
+    # then passed (one cut short stays first, for the next read); an action
+    # left to the reader removed once carried out.
     # spec/integration/consumer/interrupted_reads_spec.rb raises into the
-    # reader at every step of this.
+    # reader at every step of this, and stops an Async reader in every wait.
     class Inbox
       include Clock
 
@@ -414,17 +420,20 @@ module Sluice
       # the buffer, in order (Ledger#return_lent).
       def return_lent = Thread.handle_interrupt(DEFERRED) { @ledger.return_lent }
 
-      # Dropped and sought back in one step: an interrupt between the two would skip what was dropped.
+      # Sought back, then dropped: an interrupt between the two costs
+      # messages handed out twice, not skipped. (The mask holds off a
+      # Thread#raise; a Fiber#raise, Async's Task#stop, ignores it and lands
+      # in the seek's wait, so the order is what keeps the messages.)
       def seek_back(positions)
         Thread.handle_interrupt(DEFERRED) do
-          dropped = drop(positions.map { |topic, partition| [topic, partition] })
+          pairs = positions.map { |topic, partition| [topic, partition] }
+          firsts = @ledger.firsts(pairs)
           seeks = positions.filter_map do |topic, partition, offset|
-            offset ||= dropped[[topic, partition]]
+            offset ||= firsts[[topic, partition]]
             [topic, partition, offset] if offset
           end
-          next if seeks.empty?
-
-          error, = Blocking.call { @client.seek(seeks, @seek_timeout_ms) }
+          error, = Blocking.call { @client.seek(seeks, @seek_timeout_ms) } unless seeks.empty?
+          drop(pairs)
           error
         end
       end
@@ -442,9 +451,13 @@ module Sluice
         end
       end
 
+      # Each action leaves the list once carried out: one a stop (Fiber#raise)
+      # cut short is carried out by the next read, not lost.
       def give_back_for_others
-        @reader_lock.synchronize { @given_back.slice!(0..) }.each do |action, argument|
+        while (given = @reader_lock.synchronize { @given_back.first })
+          action, argument = given
           error = action == :assign ? replace_assignment(argument) : seek_back(argument)
+          @reader_lock.synchronize { @given_back.shift if @given_back.first.equal?(given) }
           @instrument.call("error.occurred", type: "consumer.#{action}_error", error: KafkaError.from_tuple(error)) if error
         end
       end
@@ -479,16 +492,19 @@ module Sluice
       # librdkafka counts only polls of the queue for max.poll.interval.ms and
       # commits only stored offsets: now and then, store what was processed
       # and poll for one more item. A rebalance found there is answered at
-      # once (what is buffered for partitions it gives up is dropped unread).
+      # once (what is buffered for partitions it gives up is dropped unread):
+      # from the front of the buffer, where a stop cutting the answer short
+      # leaves it for the next read (#answer).
       def keep_polling(always: false)
         return if !(always || @ledger.buffered?) || now - @polled_at < @poll_every
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
           drain(1).each do |item|
-            next control(item) unless item.is_a?(Message)
+            next @ledger.append(item) if item.is_a?(Message)
 
-            @ledger.append(item)
+            @ledger.prepend(item)
+            answer(item)
           end
         end
       end
@@ -510,12 +526,17 @@ module Sluice
         end
       end
 
-      # The next buffered item (a control item), passed and answered in one step: a rebalance
-      # is answered once, and always (librdkafka waits for the answer).
+      # The next buffered item (a control item), answered, then passed: a
+      # rebalance is answered always (librdkafka waits for the answer), and
+      # once (Rebalancer). The mask holds off a Thread#raise; a Fiber#raise
+      # (Async's Task#stop) ignores it and may land in the wait for running
+      # blocks or the commit before a revoke: the item, still first in the
+      # buffer, is answered by the next read.
       def answer(item)
         Thread.handle_interrupt(DEFERRED) do
-          @ledger.pass
-          control(item)
+          given_up = control(item)
+          @ledger.pass if @ledger.peek.equal?(item)
+          given_up
         end
       end
 

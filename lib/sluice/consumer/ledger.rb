@@ -73,6 +73,12 @@ module Sluice
       # Passes the next item without lending it (a control item).
       def pass = @at += 1
 
+      # One item before the rest of the buffer: a control item to answer first.
+      def prepend(item)
+        @items = @items.drop(@at).unshift(item)
+        @at = 0
+      end
+
       # Lends the next buffered item: lent, then out of the buffer (see #return_lent).
       # @return [Message]
       def lend
@@ -220,6 +226,19 @@ module Sluice
         end
         @at = 0
         firsts
+      end
+
+      # Each of these partitions' first buffered offset (partitions with
+      # nothing buffered are left out): where a seek goes back to before #drop.
+      # @param partitions [Array<Array(String, Integer)>]
+      # @return [Hash{Array(String, Integer) => Integer}]
+      def firsts(partitions)
+        wanted = partitions.to_h { |topic, partition| [[topic, partition], true] }
+        @items.drop(@at).each_with_object({}) do |item, firsts|
+          next unless item.is_a?(Message) && wanted[pair = partition_of(item)]
+
+          firsts[pair] ||= item.offset
+        end
       end
 
       # Every partition a message is held of: buffered, lent, handed or done.

@@ -8,6 +8,10 @@ module Sluice
     # stored offsets, so their next owner starts after what was processed
     # here. Both the eager and the cooperative-sticky protocols: cooperative
     # rebalances assign and revoke increments.
+    #
+    # Each event is answered once: the Inbox keeps one whose answer a stop
+    # (Fiber#raise) cut short and hands it here again; one answered already
+    # (the partitions list is the event's own Array) gets its first result.
     class Rebalancer
       def initialize(client:, commit:, instrument:)
         @client = client
@@ -21,7 +25,9 @@ module Sluice
       #   take (a closing consumer's remaining time; nil: the usual wait)
       # @return [Array<Array(String, Integer)>] the partitions given up
       def call(kind, partitions, protocol, code, commit_within: nil)
-        @answered = false
+        return @given_up if @answered.equal?(partitions)
+
+        @event = partitions
         pairs = partitions.map { |topic, partition| [topic, partition] }
         incremental = protocol == "COOPERATIVE"
         case kind
@@ -30,14 +36,17 @@ module Sluice
         else fail_safe(code)
         end
       rescue Exception # rubocop:disable Lint/RescueException -- librdkafka must never be left waiting for the answer
-        @client.unassign(nil, false) unless @answered
+        unless @answered.equal?(partitions)
+          @client.unassign(nil, false)
+          answered!(nil, "unassign", kind == :assign ? [] : pairs.to_a)
+        end
         raise
       end
 
       private
 
       def assign(pairs, incremental)
-        answered!(@client.assign(pairs, incremental), "assign")
+        answered!(@client.assign(pairs, incremental), "assign", [])
         @instrument.call("consumer.partitions_assigned", partitions: by_topic(pairs))
         []
       end
@@ -45,7 +54,7 @@ module Sluice
       # A lost assignment (the group went on without us) has nothing to commit.
       def revoke(pairs, incremental, commit_within)
         @commit.call(commit_within) unless @client.assignment_lost?
-        answered!(@client.unassign(pairs, incremental), "unassign")
+        answered!(@client.unassign(pairs, incremental), "unassign", pairs)
         @instrument.call("consumer.partitions_revoked", partitions: by_topic(pairs))
         pairs
       end
@@ -54,7 +63,7 @@ module Sluice
       # assignment to resynchronise.
       def fail_safe(code)
         pairs = @client.assignment.map { |topic, partition| [topic, partition] }
-        answered!(@client.unassign(nil, false), "unassign")
+        answered!(@client.unassign(nil, false), "unassign", pairs)
         @instrument.call("error.occurred", type: "consumer.rebalance_error", error: KafkaError.new(code))
         @instrument.call("consumer.partitions_revoked", partitions: by_topic(pairs)) unless pairs.empty?
         pairs
@@ -62,8 +71,10 @@ module Sluice
 
       # A group that terminated meanwhile (a closing consumer's) answers
       # :destroy (librdkafka patch 0003): nothing is left to assign, nothing to report.
-      def answered!(error, action)
-        @answered = true
+      # given_up: what the event gives up, its result when handed here again.
+      def answered!(error, action, given_up)
+        @answered = @event
+        @given_up = given_up
         return unless error && KafkaError.code_for(error.first) != :destroy
 
         @instrument.call("error.occurred", type: "consumer.rebalance_error",

@@ -403,19 +403,24 @@ module Sluice
       # Transaction calls cannot be cut short: interrupts (Timeout,
       # Thread#raise) wait until the call returned, so a transaction is never
       # left half-ended by one. Under a fiber scheduler the call runs off the
-      # fiber's thread. With `unfinished:` (:commit, :abort), whether the call
-      # timed out (and so goes on in librdkafka, to be made again) is noted
-      # before an interrupt can land: one between two commit slices must not
-      # leave a commit under way unnoted.
+      # fiber's thread, and the mask is no fence there: Fiber#raise (Async's
+      # Task#stop) ignores it and lands in the wait. So with `unfinished:`
+      # (:commit, :abort) the call is noted as unfinished before it is made,
+      # and whether it timed out (so goes on in librdkafka, to be made again)
+      # is noted by the thread that made it, as it returns: a stop anywhere,
+      # between two commit slices or during one, leaves no commit under way
+      # unnoted.
       def transactional(action, *args, unfinished: nil)
         client = self.client
+        @unfinished = unfinished if unfinished
         tuple = Thread.handle_interrupt(Object => :never) do
-          result = Blocking.call(interruptible: false) { client.public_send(action, *args) }
-          @unfinished = result && KafkaError.from_tuple(result).code == :timed_out ? unfinished : nil if unfinished
-          result
+          Blocking.call(interruptible: false) { client.public_send(action, *args).tap { |result| note(result, unfinished) if unfinished } }
         end
         raise Errors::TransactionError.new(action.to_s.tr("_", " "), transaction_error(client, tuple)) if tuple
       end
+
+      # A call that timed out goes on in librdkafka: unfinished until made again.
+      def note(result, unfinished) = @unfinished = result && KafkaError.from_tuple(result).code == :timed_out ? unfinished : nil
 
       # A client in a fatal state may report _FATAL, or a symptom of it: say
       # which fatal error it is.

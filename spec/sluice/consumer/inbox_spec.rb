@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
+
 # Consumer::Inbox without a broker, over a fake native consumer: its queue is a list of drains (messages and
 # control items as Native::Consumer#consume returns them), its wake-up pipe a real pipe. What it promises:
 # messages handed out in order, a rebalance answered before anything after it, what a revoke gives up never
@@ -145,6 +147,52 @@ RSpec.describe Sluice::Consumer::Inbox do
 
     expect(reader.join(5)).to be(reader) # ended, not still waiting
     expect(reader.value).to be_nil
+  end
+
+  # Thread.handle_interrupt is no fence against Fiber#raise (Async's
+  # Task#stop): a stop lands in any wait of a masked move.
+  context "when an Async task reading is stopped in a wait" do
+    let(:hold) { Queue.new } # never fed: the wait the stop lands in
+
+    # Runs the read in a task and stops it once it waits (waiting has an item).
+    def stop_in_wait(waiting, &read)
+      Async do
+        reader = Async { inbox.reading(&read) }
+        waiting.pop
+        reader.stop
+      end.wait
+    end
+
+    it "answers a revocation stopped in the wait for running blocks on the next read, before anything after it" do
+      waiting = Queue.new
+      first = true
+      hold = self.hold
+      inbox.workers = Object.new.tap do |workers|
+        workers.define_singleton_method(:before_revoke) do # the first wait is stopped, the next finds no block running
+          next unless first
+
+          first = false
+          waiting << true
+          hold.pop
+        end
+        workers.define_singleton_method(:after_rebalance) { |_given_up| nil }
+      end
+      native.drains << [rebalance(:revoke, 0), message(1, 5)]
+      stop_in_wait(waiting) { inbox.take(0) }
+
+      expect(inbox.reading { inbox.take(0) }.offset).to eq(5)
+      expect(log.map(&:first)).to eq(%i[consume revoke])
+    end
+
+    it "drops nothing a seek back stopped in its wait did not seek back" do
+      waiting = Queue.new
+      hold = self.hold
+      native.define_singleton_method(:seek) { |_positions, _timeout| (waiting << true) && hold.pop }
+      native.drains << [message(0, 4), message(0, 5)]
+      stop_in_wait(waiting) { inbox.take(0) && inbox.give_back([["t", 0, nil]]) }
+
+      expect(Array.new(3) { inbox.reading { inbox.take(0)&.tap { |message| inbox.processed(message) }&.offset } }).to eq([4, 5, nil])
+    end
   end
 
   it "refuses a second reader while one reads, naming the problem" do

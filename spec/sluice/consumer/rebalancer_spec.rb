@@ -102,6 +102,17 @@ RSpec.describe Sluice::Consumer::Rebalancer do
     end
   end
 
+  # The Inbox hands an event whose answer was cut short (a Task#stop) here again.
+  it "answers an event handed again once, and gives what it gave up the first time" do
+    rebalancer.call(:revoke, partitions, "EAGER", 0)
+    first = calls.dup
+
+    expect(rebalancer.call(:revoke, partitions, "EAGER", 0)).to eq([["b", 2], ["a", 1], ["a", 0]])
+    expect(calls).to eq(first)
+    rebalancer.call(:revoke, partitions.dup, "EAGER", 0) # another event, equal
+    expect(calls.size).to eq(2 * first.size)
+  end
+
   it "answers once only when what comes after the answer raises" do
     failing = described_class.new(client: client, commit: commit, instrument: ->(*) { raise "listener failed" })
 

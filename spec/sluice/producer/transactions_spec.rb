@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
+
 # Producer::Transactions without a broker: the rules of a transaction's
 # life (what a commit that timed out leaves, what an abortable or retriable
 # refusal leads to, what close does to another fiber's transaction, what a
@@ -78,6 +80,29 @@ RSpec.describe Sluice::Producer::Transactions do
       client.answer(:commit_transaction) { nil }
       producer.close
       expect(actions).to eq(%i[commit_transaction])
+    end
+  end
+
+  # Thread.handle_interrupt is no fence against Fiber#raise (Async's
+  # Task#stop): the stop lands in the wait for the commit's helper thread.
+  context "with an Async task stopped while its commit slice runs" do
+    let(:kafka) { super().merge("transaction.timeout.ms": "1") }
+
+    it "notes the commit as unfinished, so the next transaction makes it again before it begins" do
+      inside = Queue.new
+      leave = Queue.new
+      client.answer(:commit_transaction) { (inside << true) && leave.pop && refusal(:timed_out) } # the slice runs out
+      Async do
+        owner = Async { producer.transaction { producer.produce_async(topic: "t", payload: "a") } }
+        inside.pop
+        owner.stop
+        leave << true
+      end.wait
+
+      client.calls.clear
+      client.answer(:commit_transaction) { nil }
+      producer.transaction { producer.produce_async(topic: "t", payload: "b") }
+      expect(actions).to eq(%i[commit_transaction begin_transaction commit_transaction])
     end
   end
 
