@@ -64,11 +64,16 @@ end
 # its dependencies, their symbols kept out of the extension's exports
 # (--exclude-libs), so the OpenSSL linked in never stands in for the one
 # Ruby's openssl extension loads.
-def bundled_librdkafka
+# Where the builds are kept; through a link, the cache's own path: a build's key holds the paths its steps
+# name (its dependencies' prefixes), so clones that share one cache by a link (bin/setup's) share its builds
+# only that way.
+def librdkafka_cache
   cache = ENV.fetch("SLUICE_LIBRDKAFKA_CACHE", File.join(ROOT, "tmp", "librdkafka"))
-  # Through a link, the cache's own path: a build's key holds the paths its steps name (its dependencies'
-  # prefixes), so clones that share one cache by a link (bin/setup's) share its builds only that way.
-  cache = File.realpath(cache) if File.exist?(cache)
+  File.exist?(cache) ? File.realpath(cache) : cache
+end
+
+def bundled_librdkafka
+  cache = librdkafka_cache
   build = SluiceBuild::Librdkafka.new(cache_root: cache, archive_dirs: [File.join(cache, "archives")]).build
   # An installed gem (no checkout around it: no .git, no Rakefile) needs none
   # of the build once the extension is linked: `make install` removes it.
