@@ -56,9 +56,7 @@ module Sluice
         @served_at = now
         @purged = 0
         @statistics = Instrumentation::StatisticsDecorator.new
-        @token_lock = Mutex.new
-        @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
-        @token_answers = 0
+        prepare_token_refresh
         # An admin client's progress is the brokers' answers (it delivers and fetches nothing).
         @auth_watch = AuthWatch.new(progress: results ? results.method(:answered) : client.method(:progress))
         @refusals = 0 # times every broker was down for an authentication failure
@@ -147,7 +145,12 @@ module Sluice
         @closed = true
         @monitor.forget_deferred(self)
         StatisticsThread.instance.forget(self)
+        @refresher.stop
       end
+
+      # After #close!, on the closing caller's thread (not the poller's): a
+      # refresh still running is waited for, at most RefreshThread::STOP_WAIT.
+      def await_refresh = @refresher.join
 
       def closed? = @closed
 
@@ -199,8 +202,9 @@ module Sluice
 
       # Called by the monitor, on the subscriber's thread, when the first
       # oauthbearer.token_refresh listener arrives after a refresh nobody
-      # could answer (the first one fires inside Producer.new/Consumer.new).
-      def subscribed(_event_name) = answer_token_refresh
+      # could answer (the first one fires inside Producer.new/Consumer.new):
+      # the refresh thread answers it.
+      def subscribed(_event_name) = @refresher.kick
 
       # @return [String] the kind of client, its id, and whether it is closed
       def inspect = "#<#{self.class.name} #{@kind} #{@client_id.inspect}#{" closed" if @closed}>"
@@ -346,6 +350,15 @@ module Sluice
         StatisticsThread.instance.push(self, json) if @monitor.listening?("statistics.emitted")
       end
 
+      def prepare_token_refresh
+        @token_lock = Mutex.new
+        @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
+        @token_answers = 0
+        @refresher = RefreshThread.new("sluice.oauthbearer##{@client_id}") { answer_token_refresh }
+      end
+
+      # Answered on the refresh thread, never here: a listener fetching a
+      # token over the network must not hold up the poller's other clients.
       # Without a listener the request waits for the first one to subscribe
       # (Monitor#defer_until_subscribed); librdkafka is told of the failure
       # meanwhile, so that it reports it and asks again later anyway.
@@ -354,13 +367,14 @@ module Sluice
         if @monitor.defer_until_subscribed("oauthbearer.token_refresh", self)
           token_failure("no oauthbearer.token_refresh listener to provide a token")
         else
-          answer_token_refresh
+          @refresher.kick
         end
       end
 
-      # Once per request, whichever thread comes first (the poller, or a
-      # subscriber). A request the listeners did not answer ends in a token
-      # failure: without one librdkafka would never ask again.
+      # On the refresh thread, once per request (a kick from the poller and
+      # one from a subscriber find one request). A request the listeners did
+      # not answer ends in a token failure: without one librdkafka would
+      # never ask again.
       def answer_token_refresh
         pending = @token_lock.synchronize { @pending_token_refresh.tap { @pending_token_refresh = nil } }
         return if pending.nil? || @closed
@@ -372,6 +386,8 @@ module Sluice
         ensure
           token_failure("the oauthbearer.token_refresh listeners set no token") if @token_answers == answers
         end
+      rescue StandardError, ScriptError => e
+        dispatch_failed(e)
       end
 
       def token_failure(reason)

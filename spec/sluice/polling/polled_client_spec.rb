@@ -183,16 +183,57 @@ RSpec.describe Sluice::Polling::PolledClient do
 
       asked = []
       monitor.subscribe("oauthbearer.token_refresh") { |event| asked << event[:bearer_config] }
+      state.await_refresh
       expect(asked).to eq(["sasl.oauthbearer.config"])
       expect(native.token_failures.last).to eq("the oauthbearer.token_refresh listeners set no token")
     end
 
     it "reports no failure when a listener set a token" do
-      monitor.subscribe("oauthbearer.token_refresh") { state.oauthbearer_set_token("jwt", 0, "svc", []) }
+      answered = Queue.new
+      monitor.subscribe("oauthbearer.token_refresh") do
+        state.oauthbearer_set_token("jwt", 0, "svc", [])
+        answered << true
+      end
       native.batches << quad(:oauthbearer_token_refresh, "config")
       state.serve
+      Timeout.timeout(5) { answered.pop }
+      state.await_refresh
 
       expect(native.token_failures).to eq([])
+    end
+
+    # A listener may fetch its token over the network: the poller's other clients must not wait for it.
+    it "is answered on the client's refresh thread, while serve returns at once" do
+      release = Queue.new
+      threads = Queue.new
+      monitor.subscribe("oauthbearer.token_refresh") do
+        threads << Thread.current
+        release.pop
+      end
+      native.batches << quad(:oauthbearer_token_refresh, "config")
+      state.serve
+      refresher = Timeout.timeout(5) { threads.pop }
+
+      expect(refresher).not_to be(Thread.current)
+      expect(refresher.name).to eq("sluice.oauthbearer#c1")
+    ensure
+      release << true
+      state.await_refresh
+    end
+
+    it "is ended at close!: a hung listener keeps no thread, and await_refresh returns" do
+      started = Queue.new
+      monitor.subscribe("oauthbearer.token_refresh") do
+        started << Thread.current
+        Queue.new.pop # never answered
+      end
+      native.batches << quad(:oauthbearer_token_refresh, "config")
+      state.serve
+      refresher = Timeout.timeout(5) { started.pop }
+      state.close!
+      state.await_refresh
+
+      expect(refresher).not_to be_alive
     end
   end
 end
