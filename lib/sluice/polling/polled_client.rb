@@ -54,6 +54,7 @@ module Sluice
         @backlog = nil # drained, not yet dispatched: flat quads (see Client#drain)
         @backlog_at = 0
         @served_at = now
+        @budget = Budget.new(PURGE_ERRORS)
         @purged = 0
         @statistics = Instrumentation::StatisticsDecorator.new
         prepare_token_refresh
@@ -83,16 +84,10 @@ module Sluice
 
         @dispatching += 1
         begin
-          @served_at = now
-          deadline = @served_at + (budget_ms / 1000.0) unless budget_ms.negative?
-          return budget_exceeded(budget_ms) unless dispatch_backlog(deadline)
-          return false if @closed # a callback closed the client meanwhile
-
-          @backlog = @client.drain(deadline ? [(deadline - now) * 1000, 0].max : -1, acks?)
-          @backlog_at = 0
-          return budget_exceeded(budget_ms) unless dispatch_backlog(deadline)
-
-          @client.exhausted? && budget_exceeded(budget_ms)
+          @served_at = @budget.start(budget_ms)
+          left = serve_turn
+          budget_exceeded(budget_ms) if left || @budget.overrun
+          left
         ensure
           @dispatching -= 1
           @notifier.notify
@@ -224,34 +219,48 @@ module Sluice
         @notifier.notify
       end
 
+      # @return [Boolean] work is left (the deadline came first)
+      def serve_turn
+        return true unless dispatch_backlog
+        return false if @closed # a callback closed the client meanwhile
+
+        @backlog = @client.drain(@budget.left_ms, acks?)
+        @backlog_at = 0
+        return true unless dispatch_backlog
+
+        @client.exhausted?
+      end
+
       def acks? = @monitor.listening?("message.acknowledged")
 
-      # The turn ended with work left (the rest waits for the next turn): a
-      # client that often does is too slow for its max_time (its listeners, or
-      # its volume), and delays its poller's other clients.
-      # @return [true]
+      # The turn ended with work left (the rest waits for the next turn), or
+      # one item's listeners ran past max_time: a client that often does is
+      # too slow for its max_time (its listeners, or its volume), and delays
+      # its poller's other clients. `event` names the event whose listeners
+      # were running when max_time ran out (nil: the drain used it up).
       def budget_exceeded(budget_ms)
-        instrument("poller.budget_exceeded", max_time: budget_ms) if @monitor.listening?("poller.budget_exceeded")
-        true
+        return unless @monitor.listening?("poller.budget_exceeded")
+
+        event, took = @budget.overrun
+        instrument("poller.budget_exceeded", max_time: budget_ms, event: event, time: took)
       end
 
       # Successful deliveries were recorded on their handles in C; what is
       # dispatched here is failures to resolve, deliveries to acknowledge (only
-      # when someone listens) and events.
+      # when someone listens) and events. One item per turn at least, however
+      # slow; the clock is read after each one.
       # @return [Boolean] the backlog is done (false: the deadline came first)
-      def dispatch_backlog(deadline)
-        progressed = false # one item per turn at least, however slow it is
+      def dispatch_backlog
+        @budget.batch_started
         while (batch = @backlog)
           i = @backlog_at
           if i >= batch.size
             @backlog = nil
             break
           end
-          return false if progressed && deadline && now >= deadline
-
           @backlog_at = i + 4
           dispatch(batch[i], batch[i + 1], batch[i + 2], batch[i + 3])
-          progressed = true
+          return false if @budget.past?(batch[i], batch[i + 3]) && @backlog_at < batch.size
         end
         true
       end

@@ -102,6 +102,41 @@ RSpec.describe Sluice::Polling::PolledClient do
     expect([native.drains.size, state.settled?]).to eq([2, true])
   end
 
+  describe "poller.budget_exceeded" do
+    before { record("poller.budget_exceeded") }
+
+    # A budget of 0 ms: any item's listeners run past it.
+    it "names the event whose listeners ran past max_time, and how long they took, even when nothing was left" do
+      monitor.subscribe("error.occurred") { nil }
+      native.batches << librdkafka_error(:transport)
+
+      expect(state.serve(0)).to be(false)
+      expect(seen).to match([["poller.budget_exceeded", { producer_id: "c1", max_time: 0, event: "error.occurred", time: be_a(Float) }]])
+    end
+
+    it "names the first item that ran past it, when work is left" do
+      handle = Sluice::DeliveryHandle.new(notifier, "t", :label)
+      native.batches << [handle, 0, 5, 0, *librdkafka_error(:fail)]
+
+      expect(state.serve(0)).to be(true)
+      expect(seen.map { |_, payload| payload[:event] }).to eq(["message.acknowledged"])
+    end
+
+    it "names no event when the drain itself used the budget up" do
+      native.exhausted = true
+
+      expect(state.serve).to be(true)
+      expect(seen).to eq([["poller.budget_exceeded", { producer_id: "c1", max_time: 100, event: nil, time: nil }]])
+    end
+
+    it "is not announced for a turn within its budget" do
+      native.batches << librdkafka_error(:transport)
+
+      expect(state.serve(10_000)).to be(false)
+      expect(seen).to eq([])
+    end
+  end
+
   it "serves new events at once when a callback serves again, and finishes its own backlog after it" do
     record("error.occurred")
     native.batches << [*librdkafka_error(:transport), *librdkafka_error(:fail)] << librdkafka_error(:resolve)
