@@ -13,6 +13,17 @@ module Sluice
       EVENT_NAMES = { error: "error.occurred", statistics: "statistics.emitted", oauthbearer_token_refresh: "oauthbearer.token_refresh",
                       offset_commit: "consumer.offsets_committed", admin_result: "admin result", log: "log" }.freeze
 
+      # How a listener is named: its class and method, or where its block is.
+      # @param listener [#call] a Monitor listener
+      # @return [String]
+      def self.name_of(listener)
+        case listener
+        when Method then "#{listener.receiver.class.name}##{listener.name}"
+        when Proc then "block at #{listener.source_location&.join(":")}"
+        else listener.class.name
+        end
+      end
+
       # When the turn must end (monotonic s), or nil (no limit).
       attr_reader :deadline
 

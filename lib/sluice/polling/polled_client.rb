@@ -237,12 +237,14 @@ module Sluice
       # one item's listeners ran past max_time: a client that often does is
       # too slow for its max_time (its listeners, or its volume), and delays
       # its poller's other clients. `event` names the event whose listeners
-      # were running when max_time ran out (nil: the drain used it up).
+      # were running when max_time ran out (nil: the drain used it up), and
+      # `listeners` those listeners.
       def budget_exceeded(budget_ms)
         return unless @monitor.listening?("poller.budget_exceeded")
 
         event, took = @budget.overrun
-        instrument("poller.budget_exceeded", max_time: budget_ms, event: event, time: took)
+        listeners = event ? @monitor.listeners(event).map { |listener| Budget.name_of(listener) } : []
+        instrument("poller.budget_exceeded", max_time: budget_ms, event: event, listeners: listeners, time: took)
       end
 
       # Successful deliveries were recorded on their handles in C; what is

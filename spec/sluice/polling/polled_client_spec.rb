@@ -106,12 +106,17 @@ RSpec.describe Sluice::Polling::PolledClient do
     before { record("poller.budget_exceeded") }
 
     # A budget of 0 ms: any item's listeners run past it.
-    it "names the event whose listeners ran past max_time, and how long they took, even when nothing was left" do
-      monitor.subscribe("error.occurred") { nil }
+    it "names the event whose listeners ran past max_time, the listeners, and how long they took, even when nothing was left" do
+      listener = Class.new { def on_error_occurred(_event) = nil }
+      stub_const("SlowErrorListener", listener)
+      monitor.subscribe(listener.new)
+      block = monitor.subscribe("error.occurred") { nil }
       native.batches << librdkafka_error(:transport)
 
       expect(state.serve(0)).to be(false)
-      expect(seen).to match([["poller.budget_exceeded", { producer_id: "c1", max_time: 0, event: "error.occurred", time: be_a(Float) }]])
+      names = ["SlowErrorListener#on_error_occurred", "block at #{block.source_location.join(":")}"]
+      expect(seen).to match([["poller.budget_exceeded",
+                              { producer_id: "c1", max_time: 0, event: "error.occurred", time: be_a(Float), listeners: names }]])
     end
 
     it "names the first item that ran past it, when work is left" do
@@ -126,7 +131,7 @@ RSpec.describe Sluice::Polling::PolledClient do
       native.exhausted = true
 
       expect(state.serve).to be(true)
-      expect(seen).to eq([["poller.budget_exceeded", { producer_id: "c1", max_time: 100, event: nil, time: nil }]])
+      expect(seen).to eq([["poller.budget_exceeded", { producer_id: "c1", max_time: 100, event: nil, listeners: [], time: nil }]])
     end
 
     it "is not announced for a turn within its budget" do
