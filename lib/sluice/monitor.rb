@@ -163,6 +163,12 @@ module Sluice
       @mutex.synchronize { @deferred.transform_values! { |waiters| waiters - [waiter] } }
     end
 
+    # The listeners of `name`, in order (poller.budget_exceeded names them).
+    # @api private
+    # @param name [String] an event name
+    # @return [Array<#call>]
+    def listeners(name) = @listeners.fetch(name, NONE)
+
     # Cheap check so hot paths build payloads only for someone.
     # @param name [String] an event name
     # @return [Boolean]

@@ -24,6 +24,9 @@ module Sluice
     # delivered or fetched, Native client #progress) tells. Progress since
     # the failure was seen makes it stale: an all_brokers_down after that (a
     # broker restarting) is not a refusal, and purges nothing.
+    #
+    # Under a lock: the poller observes errors while the client's refresh
+    # thread answers tokens (RefreshThread), and readers ask meanwhile.
     class AuthWatch
       include Clock
 
@@ -39,6 +42,7 @@ module Sluice
       # @param progress [#call] the client's progress count (Native client #progress)
       def initialize(progress: -> { 0 })
         @progress = progress
+        @lock = Mutex.new
         @failure = nil
         @seen_at = 0
         @progress_at = nil # the progress count when the failure was seen
@@ -50,16 +54,18 @@ module Sluice
       #   now keeps every broker down
       def observe(error)
         error = tls_failure(error)
-        if error.authentication?
-          @all_down &&= !current.nil? # a stale failure says nothing about brokers now
-          @failure = error
-          @seen_at = now
-          @progress_at = @progress.call
-          error if @all_down
-        elsif error.code == ALL_BROKERS_DOWN && current
-          @seen_at = now
-          @all_down = true
-          @failure
+        @lock.synchronize do
+          if error.authentication?
+            @all_down &&= !fresh.nil? # a stale failure says nothing about brokers now
+            @failure = error
+            @seen_at = now
+            @progress_at = @progress.call
+            error if @all_down
+          elsif error.code == ALL_BROKERS_DOWN && fresh
+            @seen_at = now
+            @all_down = true
+            @failure
+          end
         end
       end
 
@@ -67,36 +73,40 @@ module Sluice
       # can be reached until it sets a token.
       # @return [KafkaError] the failure, which now keeps every broker down
       def token_failed(error)
-        @failure = error
-        @seen_at = now
-        @progress_at = @progress.call
-        @all_down = true
-        @token_refused = true
+        @lock.synchronize do
+          @failure = error
+          @seen_at = now
+          @progress_at = @progress.call
+          @all_down = true
+          @token_refused = true
+        end
         error
       end
 
       # A token was set: a failure of the token no longer explains anything.
-      def token_set = forget
+      def token_set = @lock.synchronize { forget }
 
       # The failure while the application's own answer stands that it has no
       # token (until it sets one), or nil: certain, so a reader raises it at
       # once on every read, not once per report.
-      def token_refusal = @token_refused ? @failure : nil
+      def token_refusal = @lock.synchronize { @token_refused ? @failure : nil }
 
       # The failure while it keeps every broker down (all_brokers_down came
       # with it), or nil.
-      def refusing = (failure = current) && @all_down ? failure : nil
+      def refusing = @lock.synchronize { (failure = fresh) && @all_down ? failure : nil }
 
       # The failure while it may still explain brokers being down, or nil.
-      def current
+      def current = @lock.synchronize { fresh }
+
+      private
+
+      def fresh
         failure = @failure
         return unless failure && now - @seen_at < FRESH
         return forget if @progress.call != @progress_at # the brokers accepted the client since
 
         failure
       end
-
-      private
 
       def tls_failure(error)
         return error unless error.code == :transport && UNTRUSTED_CERTIFICATE.match?(error.description.to_s)

@@ -36,8 +36,9 @@ module Sluice
         @thread.report_on_exception = false
       end
 
-      # Stops and joins the thread, then dispatches what is
-      # left. Idempotent; works when the thread is already gone.
+      # Stops and joins the thread, then dispatches what is left, and waits
+      # (bounded) for a token refresh still running. Idempotent; works when
+      # the thread is already gone.
       # @api private
       def unregister(state)
         return if state.closed?
@@ -49,6 +50,7 @@ module Sluice
           state.client.interrupt_wait
           @thread.join
         end
+        state.await_refresh
       end
 
       private

@@ -54,11 +54,10 @@ module Sluice
         @backlog = nil # drained, not yet dispatched: flat quads (see Client#drain)
         @backlog_at = 0
         @served_at = now
+        @budget = Budget.new(PURGE_ERRORS)
         @purged = 0
         @statistics = Instrumentation::StatisticsDecorator.new
-        @token_lock = Mutex.new
-        @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
-        @token_answers = 0
+        prepare_token_refresh
         # An admin client's progress is the brokers' answers (it delivers and fetches nothing).
         @auth_watch = AuthWatch.new(progress: results ? results.method(:answered) : client.method(:progress))
         @refusals = 0 # times every broker was down for an authentication failure
@@ -85,16 +84,10 @@ module Sluice
 
         @dispatching += 1
         begin
-          @served_at = now
-          deadline = @served_at + (budget_ms / 1000.0) unless budget_ms.negative?
-          return budget_exceeded(budget_ms) unless dispatch_backlog(deadline)
-          return false if @closed # a callback closed the client meanwhile
-
-          @backlog = @client.drain(deadline ? [(deadline - now) * 1000, 0].max : -1, acks?)
-          @backlog_at = 0
-          return budget_exceeded(budget_ms) unless dispatch_backlog(deadline)
-
-          @client.exhausted? && budget_exceeded(budget_ms)
+          @served_at = @budget.start(budget_ms)
+          left = serve_turn
+          budget_exceeded(budget_ms) if left || @budget.overrun
+          left
         ensure
           @dispatching -= 1
           @notifier.notify
@@ -147,7 +140,12 @@ module Sluice
         @closed = true
         @monitor.forget_deferred(self)
         StatisticsThread.instance.forget(self)
+        @refresher.stop
       end
+
+      # After #close!, on the closing caller's thread (not the poller's): a
+      # refresh still running is waited for, at most RefreshThread::STOP_WAIT.
+      def await_refresh = @refresher.join
 
       def closed? = @closed
 
@@ -199,8 +197,9 @@ module Sluice
 
       # Called by the monitor, on the subscriber's thread, when the first
       # oauthbearer.token_refresh listener arrives after a refresh nobody
-      # could answer (the first one fires inside Producer.new/Consumer.new).
-      def subscribed(_event_name) = answer_token_refresh
+      # could answer (the first one fires inside Producer.new/Consumer.new):
+      # the refresh thread answers it.
+      def subscribed(_event_name) = @refresher.kick
 
       # @return [String] the kind of client, its id, and whether it is closed
       def inspect = "#<#{self.class.name} #{@kind} #{@client_id.inspect}#{" closed" if @closed}>"
@@ -220,34 +219,50 @@ module Sluice
         @notifier.notify
       end
 
+      # @return [Boolean] work is left (the deadline came first)
+      def serve_turn
+        return true unless dispatch_backlog
+        return false if @closed # a callback closed the client meanwhile
+
+        @backlog = @client.drain(@budget.left_ms, acks?)
+        @backlog_at = 0
+        return true unless dispatch_backlog
+
+        @client.exhausted?
+      end
+
       def acks? = @monitor.listening?("message.acknowledged")
 
-      # The turn ended with work left (the rest waits for the next turn): a
-      # client that often does is too slow for its max_time (its listeners, or
-      # its volume), and delays its poller's other clients.
-      # @return [true]
+      # The turn ended with work left (the rest waits for the next turn), or
+      # one item's listeners ran past max_time: a client that often does is
+      # too slow for its max_time (its listeners, or its volume), and delays
+      # its poller's other clients. `event` names the event whose listeners
+      # were running when max_time ran out (nil: the drain used it up), and
+      # `listeners` those listeners.
       def budget_exceeded(budget_ms)
-        instrument("poller.budget_exceeded", max_time: budget_ms) if @monitor.listening?("poller.budget_exceeded")
-        true
+        return unless @monitor.listening?("poller.budget_exceeded")
+
+        event, took = @budget.overrun
+        listeners = event ? @monitor.listeners(event).map { |listener| Budget.name_of(listener) } : []
+        instrument("poller.budget_exceeded", max_time: budget_ms, event: event, listeners: listeners, time: took)
       end
 
       # Successful deliveries were recorded on their handles in C; what is
       # dispatched here is failures to resolve, deliveries to acknowledge (only
-      # when someone listens) and events.
+      # when someone listens) and events. One item per turn at least, however
+      # slow; the clock is read after each one.
       # @return [Boolean] the backlog is done (false: the deadline came first)
-      def dispatch_backlog(deadline)
-        progressed = false # one item per turn at least, however slow it is
+      def dispatch_backlog
+        @budget.batch_started
         while (batch = @backlog)
           i = @backlog_at
           if i >= batch.size
             @backlog = nil
             break
           end
-          return false if progressed && deadline && now >= deadline
-
           @backlog_at = i + 4
           dispatch(batch[i], batch[i + 1], batch[i + 2], batch[i + 3])
-          progressed = true
+          return false if @budget.past?(batch[i], batch[i + 3]) && @backlog_at < batch.size
         end
         true
       end
@@ -346,6 +361,15 @@ module Sluice
         StatisticsThread.instance.push(self, json) if @monitor.listening?("statistics.emitted")
       end
 
+      def prepare_token_refresh
+        @token_lock = Mutex.new
+        @pending_token_refresh = nil # [bearer_config] of a refresh nobody answered yet: replayed to the first listener
+        @token_answers = 0
+        @refresher = RefreshThread.new("sluice.oauthbearer##{@client_id}") { answer_token_refresh }
+      end
+
+      # Answered on the refresh thread, never here: a listener fetching a
+      # token over the network must not hold up the poller's other clients.
       # Without a listener the request waits for the first one to subscribe
       # (Monitor#defer_until_subscribed); librdkafka is told of the failure
       # meanwhile, so that it reports it and asks again later anyway.
@@ -354,13 +378,14 @@ module Sluice
         if @monitor.defer_until_subscribed("oauthbearer.token_refresh", self)
           token_failure("no oauthbearer.token_refresh listener to provide a token")
         else
-          answer_token_refresh
+          @refresher.kick
         end
       end
 
-      # Once per request, whichever thread comes first (the poller, or a
-      # subscriber). A request the listeners did not answer ends in a token
-      # failure: without one librdkafka would never ask again.
+      # On the refresh thread, once per request (a kick from the poller and
+      # one from a subscriber find one request). A request the listeners did
+      # not answer ends in a token failure: without one librdkafka would
+      # never ask again.
       def answer_token_refresh
         pending = @token_lock.synchronize { @pending_token_refresh.tap { @pending_token_refresh = nil } }
         return if pending.nil? || @closed
@@ -372,6 +397,8 @@ module Sluice
         ensure
           token_failure("the oauthbearer.token_refresh listeners set no token") if @token_answers == answers
         end
+      rescue StandardError, ScriptError => e
+        dispatch_failed(e)
       end
 
       def token_failure(reason)

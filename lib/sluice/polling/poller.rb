@@ -96,7 +96,8 @@ module Sluice
       end
 
       # Returns once every event of the client was dispatched
-      # and the poller has let go of it; then the pipe is closed. Idempotent.
+      # and the poller has let go of it; then the pipe is closed, and a token
+      # refresh still running is waited for (bounded). Idempotent.
       # A poller thread that is gone (killed, or process teardown after at_exit)
       # cannot do it: then the caller does it.
       # @api private
@@ -113,6 +114,7 @@ module Sluice
           end
         end
         state.client.wakeup_disable
+        state.await_refresh
       end
 
       # @api private

@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
 # OAUTHBEARER for consumers: the refresh request is a main-queue event, so
-# the poller (:fd) or the consumer's polling thread (:thread) serves it, also
-# while the consumer is idle or its reader is busy in a block.
+# the poller (:fd) or the consumer's polling thread (:thread) picks it up, also
+# while the consumer is idle or its reader is busy in a block, and hands it to
+# the consumer's refresh thread.
 RSpec.describe "A consumer's OAUTHBEARER token refresh", :kafka do
   include PollingScenarios
 
@@ -29,12 +30,12 @@ RSpec.describe "A consumer's OAUTHBEARER token refresh", :kafka do
     built
   end
 
-  it "is refreshed by the polling thread, and again while the reader waits; the token lets it read" do
+  it "is refreshed on its refresh thread, and again while the reader waits; the token lets it read" do
     report = build_producer.produce_sync(topic: "sluice-spec-1p", payload: "read with a token")
     consumer = oauth_consumer(lifetime_ms: 1_500)
     payload, thread = pop_within(refreshes, 10, what: "the first oauthbearer.token_refresh")
     expect(payload).to include(consumer_id: consumer.id)
-    expect(thread).to eq(TestKafka::MODE == :fd ? "sluice.poller#0" : "sluice.consumer##{consumer.id}")
+    expect(thread).to eq("sluice.oauthbearer##{consumer.id}")
 
     consumer.assign("sluice-spec-1p" => { 0 => report.offset })
     message = consumer.poll(10_000)

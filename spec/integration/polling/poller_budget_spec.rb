@@ -62,15 +62,16 @@ RSpec.describe "Polling budgets and fault isolation", :kafka do
   end
 
   describe "poller.budget_exceeded" do
-    it "reports each turn that max_time cut short, with the client and its max_time (both modes)" do
+    it "reports each turn that max_time cut short, with the client, its max_time and the listeners' event (both modes)" do
       producer = build_producer { |config| config.polling.fd.max_time = 5 }
       warm(producer)
       exceeded = record_events(producer.monitor, "poller.budget_exceeded")
-      producer.monitor.subscribe("message.acknowledged") { sleep 0.01 } # the slow subscriber is the point
+      slow = producer.monitor.subscribe("message.acknowledged") { sleep 0.01 } # the slow subscriber is the point
       producer.produce_many_sync(Array.new(20) { |i| { topic: topic, payload: "slow #{i}" } })
 
       event = exceeded.await { |e| e.id == "poller.budget_exceeded" }
-      expect(event.payload).to eq(producer_id: producer.id, max_time: 5)
+      expect(event.payload).to match(producer_id: producer.id, max_time: 5, event: "message.acknowledged", time: be >= 5,
+                                     listeners: ["block at #{slow.source_location.join(":")}"])
     end
   end
 

@@ -102,6 +102,46 @@ RSpec.describe Sluice::Polling::PolledClient do
     expect([native.drains.size, state.settled?]).to eq([2, true])
   end
 
+  describe "poller.budget_exceeded" do
+    before { record("poller.budget_exceeded") }
+
+    # A budget of 0 ms: any item's listeners run past it.
+    it "names the event whose listeners ran past max_time, the listeners, and how long they took, even when nothing was left" do
+      listener = Class.new { def on_error_occurred(_event) = nil }
+      stub_const("SlowErrorListener", listener)
+      monitor.subscribe(listener.new)
+      block = monitor.subscribe("error.occurred") { nil }
+      native.batches << librdkafka_error(:transport)
+
+      expect(state.serve(0)).to be(false)
+      names = ["SlowErrorListener#on_error_occurred", "block at #{block.source_location.join(":")}"]
+      expect(seen).to match([["poller.budget_exceeded",
+                              { producer_id: "c1", max_time: 0, event: "error.occurred", time: be_a(Float), listeners: names }]])
+    end
+
+    it "names the first item that ran past it, when work is left" do
+      handle = Sluice::DeliveryHandle.new(notifier, "t", :label)
+      native.batches << [handle, 0, 5, 0, *librdkafka_error(:fail)]
+
+      expect(state.serve(0)).to be(true)
+      expect(seen.map { |_, payload| payload[:event] }).to eq(["message.acknowledged"])
+    end
+
+    it "names no event when the drain itself used the budget up" do
+      native.exhausted = true
+
+      expect(state.serve).to be(true)
+      expect(seen).to eq([["poller.budget_exceeded", { producer_id: "c1", max_time: 100, event: nil, listeners: [], time: nil }]])
+    end
+
+    it "is not announced for a turn within its budget" do
+      native.batches << librdkafka_error(:transport)
+
+      expect(state.serve(10_000)).to be(false)
+      expect(seen).to eq([])
+    end
+  end
+
   it "serves new events at once when a callback serves again, and finishes its own backlog after it" do
     record("error.occurred")
     native.batches << [*librdkafka_error(:transport), *librdkafka_error(:fail)] << librdkafka_error(:resolve)
@@ -183,16 +223,57 @@ RSpec.describe Sluice::Polling::PolledClient do
 
       asked = []
       monitor.subscribe("oauthbearer.token_refresh") { |event| asked << event[:bearer_config] }
+      state.await_refresh
       expect(asked).to eq(["sasl.oauthbearer.config"])
       expect(native.token_failures.last).to eq("the oauthbearer.token_refresh listeners set no token")
     end
 
     it "reports no failure when a listener set a token" do
-      monitor.subscribe("oauthbearer.token_refresh") { state.oauthbearer_set_token("jwt", 0, "svc", []) }
+      answered = Queue.new
+      monitor.subscribe("oauthbearer.token_refresh") do
+        state.oauthbearer_set_token("jwt", 0, "svc", [])
+        answered << true
+      end
       native.batches << quad(:oauthbearer_token_refresh, "config")
       state.serve
+      Timeout.timeout(5) { answered.pop }
+      state.await_refresh
 
       expect(native.token_failures).to eq([])
+    end
+
+    # A listener may fetch its token over the network: the poller's other clients must not wait for it.
+    it "is answered on the client's refresh thread, while serve returns at once" do
+      release = Queue.new
+      threads = Queue.new
+      monitor.subscribe("oauthbearer.token_refresh") do
+        threads << Thread.current
+        release.pop
+      end
+      native.batches << quad(:oauthbearer_token_refresh, "config")
+      state.serve
+      refresher = Timeout.timeout(5) { threads.pop }
+
+      expect(refresher).not_to be(Thread.current)
+      expect(refresher.name).to eq("sluice.oauthbearer#c1")
+    ensure
+      release << true
+      state.await_refresh
+    end
+
+    it "is ended at close!: a hung listener keeps no thread, and await_refresh returns" do
+      started = Queue.new
+      monitor.subscribe("oauthbearer.token_refresh") do
+        started << Thread.current
+        Queue.new.pop # never answered
+      end
+      native.batches << quad(:oauthbearer_token_refresh, "config")
+      state.serve
+      refresher = Timeout.timeout(5) { started.pop }
+      state.close!
+      state.await_refresh
+
+      expect(refresher).not_to be_alive
     end
   end
 end
