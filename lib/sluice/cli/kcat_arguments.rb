@@ -33,31 +33,40 @@ module Sluice
         "-M" => "librdkafka's mock cluster (-M) is not supported: start a broker (bin/kafka start in sluice's repository)",
         "-O" => "-O is not supported: use -f '%o%k%s\\n' or -J for offsets"
       }.freeze
+      # What the note says of the mode a line without one gets (kcat's "Auto-selecting ... mode").
+      CONSUMING = "consuming (stdin is a terminal)"
+      # (see CONSUMING)
+      PRODUCING = "producing stdin's lines (stdin is not a terminal)"
 
       module_function
 
       # @param argv [Array<String>]
       # @param tty [Boolean] stdin is a terminal: the mode of a kcat line without one (kcat's rule)
+      # @param note [#call, nil] told (a line for stderr) which mode such a line got, as kcat tells it
       # @return [Array<String>] argv as sluice's parser takes it: the command first
       # @raise [UsageError] a kcat line that cannot be rewritten (no topic, a mode sluice lacks)
-      def translate(argv, tty: false)
+      def translate(argv, tty: false, note: nil)
         return argv if argv.empty? || COMMANDS.key?(argv.first) || %w[help -h --help -V --version].include?(argv.first)
 
         flags = split(argv)
         return kcat(flags) if flags.modes.any? || flags.group || flags.pairs.any? { |flag, _| UNSUPPORTED.key?(flag) }
 
-        common_first(argv) || modeless(flags, tty) || argv
+        common_first(argv) || modeless(flags, tty, note) || argv
       end
 
       # A kcat line without a mode: -V and -h ask for the version and the
       # usage (kcat answers them before anything else); with -t, kcat's own
       # choice of mode: consume when stdin is a terminal (a person typing),
-      # else produce what is piped in. nil: not a kcat line.
-      def modeless(flags, tty)
+      # else produce what is piped in; said on note, as a surprise otherwise
+      # (a forgotten -C in a script reads stdin). nil: not a kcat line.
+      def modeless(flags, tty, note)
         return ["--version"] if flags.pairs.assoc("-V")
         return ["help"] if flags.pairs.assoc("-h")
+        return unless flags.pairs.assoc("-t")
 
-        kcat(flags, tty ? "-C" : "-P") if flags.pairs.assoc("-t")
+        quiet = flags.pairs.any? { |flag, _| %w[-q --quiet].include?(flag) } # kcat's -q silences its note too
+        note&.call("sluice: no -P or -C given: #{tty ? CONSUMING : PRODUCING}") unless quiet
+        kcat(flags, tty ? "-C" : "-P")
       end
 
       # kcat's argv as its mode, its flags ([flag, value] pairs, in order) and its other arguments.

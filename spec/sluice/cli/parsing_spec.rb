@@ -271,6 +271,8 @@ RSpec.describe Sluice::CLI do
       expect(translate("-b", "B", "-C", "-t", "T", "-V")).to eq(%w[--version])
       expect(translate("-b", "B", "-h")).to eq(%w[help])
       expect(run_cli("-b", "B", "-V")[0..1]).to eq([0, "#{Sluice::CLI.version}\n"])
+      expect(run_cli("-t", "T", "-q")[2]).not_to include("no -P or -C")
+      expect(run_cli("-t", "T")[2]).to start_with("sluice: no -P or -C given: producing stdin's lines (stdin is not a terminal)\n")
     end
 
     it "refuses what it cannot map, naming it" do
