@@ -70,7 +70,7 @@ module Sluice
 
     # argv in sluice's shape (KcatArguments), or nil after telling why it has none.
     def translated(argv, streams)
-      KcatArguments.translate(argv)
+      KcatArguments.translate(argv, tty: streams.stdin.tty?, note: streams.stderr.method(:puts))
     rescue UsageError => e
       streams.stderr.puts("sluice: #{e.message}")
       streams.stderr.puts(usage)

@@ -9,7 +9,10 @@ module Sluice
     #   the topic and every other flag goes to that command (kcat's -z, -m, -d
     #   and -E become their sluice equivalents);
     # - sluice's own commands with the common flags in front
-    #   (`sluice -b B topics`), as git and kubectl take them.
+    #   (`sluice -b B topics`), as git and kubectl take them;
+    # - a kcat line with -t and no mode picks kcat's: tail when stdin is a
+    #   terminal, else produce; and -V and -h among kcat's flags are
+    #   --version and help.
     #
     # Anything else is left alone, so the command's parser names what it
     # does not take.
@@ -30,19 +33,40 @@ module Sluice
         "-M" => "librdkafka's mock cluster (-M) is not supported: start a broker (bin/kafka start in sluice's repository)",
         "-O" => "-O is not supported: use -f '%o%k%s\\n' or -J for offsets"
       }.freeze
+      # What the note says of the mode a line without one gets (kcat's "Auto-selecting ... mode").
+      CONSUMING = "consuming (stdin is a terminal)"
+      # (see CONSUMING)
+      PRODUCING = "producing stdin's lines (stdin is not a terminal)"
 
       module_function
 
       # @param argv [Array<String>]
+      # @param tty [Boolean] stdin is a terminal: the mode of a kcat line without one (kcat's rule)
+      # @param note [#call, nil] told (a line for stderr) which mode such a line got, as kcat tells it
       # @return [Array<String>] argv as sluice's parser takes it: the command first
       # @raise [UsageError] a kcat line that cannot be rewritten (no topic, a mode sluice lacks)
-      def translate(argv)
+      def translate(argv, tty: false, note: nil)
         return argv if argv.empty? || COMMANDS.key?(argv.first) || %w[help -h --help -V --version].include?(argv.first)
 
         flags = split(argv)
         return kcat(flags) if flags.modes.any? || flags.group || flags.pairs.any? { |flag, _| UNSUPPORTED.key?(flag) }
 
-        common_first(argv)
+        common_first(argv) || modeless(flags, tty, note) || argv
+      end
+
+      # A kcat line without a mode: -V and -h ask for the version and the
+      # usage (kcat answers them before anything else); with -t, kcat's own
+      # choice of mode: consume when stdin is a terminal (a person typing),
+      # else produce what is piped in; said on note, as a surprise otherwise
+      # (a forgotten -C in a script reads stdin). nil: not a kcat line.
+      def modeless(flags, tty, note)
+        return ["--version"] if flags.pairs.assoc("-V")
+        return ["help"] if flags.pairs.assoc("-h")
+        return unless flags.pairs.assoc("-t")
+
+        quiet = flags.pairs.any? { |flag, _| %w[-q --quiet].include?(flag) } # kcat's -q silences its note too
+        note&.call("sluice: no -P or -C given: #{tty ? CONSUMING : PRODUCING}") unless quiet
+        kcat(flags, tty ? "-C" : "-P")
       end
 
       # kcat's argv as its mode, its flags ([flag, value] pairs, in order) and its other arguments.
@@ -76,11 +100,14 @@ module Sluice
         flags.pairs << [flag, value]
       end
 
+      # @param default_mode [String] the mode when the line names none (-G GROUP TOPIC's: -C)
       # @return [Array<String>] a kcat command line in sluice's shape
-      def kcat(flags)
+      def kcat(flags, default_mode = "-C")
         raise UsageError, "one of -P, -C, -L, -Q at a time, got #{flags.modes.join(" ")}" if flags.modes.size > 1
 
-        mode = flags.modes.first || "-C"
+        return ["--version"] if flags.pairs.assoc("-V") # kcat answers -V before anything else
+
+        mode = flags.modes.first || default_mode
         flags.pairs.each { |flag, _| raise UsageError, UNSUPPORTED.fetch(flag) if UNSUPPORTED.key?(flag) }
         topics = flags.pairs.filter_map { |flag, value| value if flag == "-t" }
         pairs = flags.pairs.reject { |flag, _| flag == "-t" }.flat_map { |flag, value| renamed(mode, flag, value) }
@@ -134,10 +161,11 @@ module Sluice
 
       # sluice's shape with the common flags first: the first argument that is
       # not a flag or a flag's value is the command, moved to the front.
+      # nil: no command there.
       def common_first(argv)
         index = 0
         index += COMMON_VALUED.include?(argv[index]) ? 2 : 1 while index < argv.size && argv[index].start_with?("-")
-        return argv unless index < argv.size && COMMANDS.key?(argv[index])
+        return unless index < argv.size && COMMANDS.key?(argv[index])
 
         [argv[index], *argv[0...index], *argv[(index + 1)..]]
       end

@@ -160,17 +160,27 @@ module Sluice
       def init_transactions(_timeout_ms) = nil
 
       # Succeeds at once: nil, librdkafka's "no error".
-      def begin_transaction = nil
+      def begin_transaction = @lock.synchronize { @sent_offsets = [] } && nil
 
       # Succeeds at once: nil, librdkafka's "no error" (Buffered keeps the transaction's messages here).
-      def commit_transaction(_timeout_ms) = nil
+      # The offsets the transaction sent are committed for their consumers now, as the broker commits them.
+      def commit_transaction(_timeout_ms)
+        sent = @lock.synchronize { @sent_offsets.tap { @sent_offsets = nil } }
+        sent&.each { |consumer, offsets| consumer.commit_in_transaction(offsets) }
+        nil
+      end
 
       # Succeeds at once: nil, librdkafka's "no error" (Buffered drops the transaction's messages here).
-      def abort_transaction(_timeout_ms) = nil
+      # The offsets it sent are dropped: nothing is committed for their consumers.
+      def abort_transaction(_timeout_ms) = @lock.synchronize { @sent_offsets = nil }
 
-      # Accepts the consumer's offsets and drops them: nil, librdkafka's "no error".
-      # Nothing is committed for the consumer.
-      def send_offsets_to_transaction(_consumer, _offsets, _timeout_ms) = nil
+      # Accepts the consumer's offsets: nil, librdkafka's "no error". A
+      # Sluice::Testing::Consumer's are committed when the transaction commits;
+      # another consumer's (a real one's client) are dropped.
+      def send_offsets_to_transaction(consumer, offsets, _timeout_ms)
+        @lock.synchronize { @sent_offsets&.push([consumer, offsets]) } if consumer.respond_to?(:commit_in_transaction)
+        nil
+      end
 
       # --- the poller's contract -------------------------------------------
 

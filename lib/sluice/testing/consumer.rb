@@ -299,6 +299,17 @@ module Sluice
       # @api private
       def native = open!
 
+      # What an in-memory producer's transaction commits for this consumer
+      # (Producer#transaction_mark_as_consumed), once it commits: #committed
+      # shows it, as the broker commits a real consumer's offsets with the
+      # transaction. An aborted transaction commits nothing.
+      # @param offsets [Array<Array(String, Integer, Integer)>] topic, partition, the offset after the last message consumed
+      # @api private
+      def commit_in_transaction(offsets)
+        @lock.synchronize { offsets.each { |topic, partition, offset| @committed[[topic, partition]] = offset } }
+        nil
+      end
+
       # Shows the id and whether the consumer is closed.
       def inspect = "#<#{self.class.name} id=#{@id.inspect} #{@closed ? "closed" : "open"}>"
 

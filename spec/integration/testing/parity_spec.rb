@@ -10,12 +10,14 @@ RSpec.describe "Clients::Buffered's parity with the real client", :kafka, timeou
   # Fresh topics: the real reports' offsets start at 0, as the double's.
   names = { topic: "sluice-spec-parity-#{SecureRandom.hex(4)}" }
   names[:txn_topic] = "#{names[:topic]}-txn"
+  names[:consumed_topic] = "#{names[:topic]}-consumed"
   names.each { |name, value| define_method(name) { value } }
 
   before(:all) do
     admin = Sluice::Admin.new { |config| config.kafka = { "bootstrap.servers": TestKafka::BROKERS } }
     admin.create_topic(names[:topic], partitions: 3)
     admin.create_topic(names[:txn_topic], partitions: 1)
+    admin.create_topic(names[:consumed_topic], partitions: 1)
     admin.close
   end
 
@@ -65,6 +67,36 @@ RSpec.describe "Clients::Buffered's parity with the real client", :kafka, timeou
     { kept: kept.map { |m| m[:payload] }, events: events.events.map(&:id) }
   end
 
+  # The two messages the consumer of #consumed_scenario reads: a real
+  # consumer reads them from the broker, the double is fed them.
+  def consumer_for(client)
+    if client == :buffered
+      consumer = Sluice::Testing::Consumer.new
+      %w[c1 c2].each { |payload| consumer.feed(topic: consumed_topic, payload: payload) }
+      consumer.assign(consumed_topic => [0])
+      return [consumer, [consumer.poll, consumer.poll]]
+    end
+
+    consumer = build_consumer("enable.auto.commit": false)
+    consumer.assign(consumed_topic => { 0 => 0 })
+    [consumer, read_messages(consumer, 2, 20).map { |m| Sluice::Message.new(m[:topic], m[:partition], m[:offset]) }]
+  end
+
+  # Issue 58: the double's consumer kept -1001 after a transaction that
+  # marked its messages as consumed committed.
+  def consumed_scenario(client)
+    producer = producer_for(client, kafka: { "transactional.id": "sluice-parity-consumed-#{client}-#{SecureRandom.hex(4)}" })
+    consumer, (first, second) = consumer_for(client)
+    before = consumer.committed
+    producer.transaction { producer.transaction_mark_as_consumed(consumer, first) }
+    committed = consumer.committed
+    producer.transaction do
+      producer.transaction_mark_as_consumed(consumer, second)
+      raise Sluice::AbortTransaction
+    end
+    { before: before, committed: committed, after_abort: consumer.committed }
+  end
+
   it "observes the same reports, events and errors" do
     real = produce_scenario(:real)
     buffered = produce_scenario(:buffered)
@@ -80,6 +112,16 @@ RSpec.describe "Clients::Buffered's parity with the real client", :kafka, timeou
     buffered = transaction_scenario(:buffered)
 
     expect(real[:kept]).to eq(%w[t1 t3])
+    expect(buffered).to eq(real)
+  end
+
+  it "commits a consumer's offsets with the transaction that marked them consumed, and not with one that aborted" do
+    build_producer.tap { |p| p.produce_many_sync([{ topic: consumed_topic, payload: "c1" }, { topic: consumed_topic, payload: "c2" }]) }
+    real = consumed_scenario(:real)
+    buffered = consumed_scenario(:buffered)
+
+    expect(real).to eq(before: { consumed_topic => { 0 => -1001 } }, committed: { consumed_topic => { 0 => 1 } },
+                       after_abort: { consumed_topic => { 0 => 1 } })
     expect(buffered).to eq(real)
   end
 

@@ -263,6 +263,18 @@ RSpec.describe Sluice::CLI do
       expect(translate("-b", "B")).to eq(%w[-b B])
     end
 
+    # Issue 58: these were "unknown command -b".
+    it "picks kcat's mode for a line without one (consume on a terminal, else produce), and answers -V and -h" do
+      expect(described_class.translate(%w[-b B -t T -o beginning], tty: true)).to eq(%w[tail T -b B -o beginning])
+      expect(described_class.translate(%w[-b B -t T -z lz4], tty: false)).to eq(%w[produce T -b B -X compression.codec=lz4])
+      expect(translate("-b", "B", "-V")).to eq(%w[--version])
+      expect(translate("-b", "B", "-C", "-t", "T", "-V")).to eq(%w[--version])
+      expect(translate("-b", "B", "-h")).to eq(%w[help])
+      expect(run_cli("-b", "B", "-V")[0..1]).to eq([0, "#{Sluice::CLI.version}\n"])
+      expect(run_cli("-t", "T", "-q")[2]).not_to include("no -P or -C")
+      expect(run_cli("-t", "T")[2]).to start_with("sluice: no -P or -C given: producing stdin's lines (stdin is not a terminal)\n")
+    end
+
     it "refuses what it cannot map, naming it" do
       { %w[-P] => "-P needs a topic", %w[-C -t a -t b] => "one topic at a time", %w[-C -P -t T] => "one of -P, -C, -L, -Q",
         %w[-P -t T f] => "add -l", %w[-C -t T -s avro] => "deserializers", %w[-M 3] => "mock cluster", %w[-C -t T -O] => "-O is not supported",

@@ -22,7 +22,7 @@ module Sluice
           @delimiter = "\n"
           parser.on("-K", "--key-delimiter DELIM", "the key is what comes before the first DELIM of a line") { |delim| @key_delimiter = delim }
           parser.on("-k", "--key KEY", "the key of every line that names none (-K's key wins)") { |key| @key = key }
-          parser.on("-H", "--header NAME=VALUE", "a header on every message (repeatable)") { |pair| header(pair) }
+          parser.on("-H", "--header NAME=VALUE", "a header on every message (repeatable; NAME alone: a NULL value)") { |pair| header(pair) }
           parser.on("-p", "--partition N", "to this partition (default: by key, or spread)") { |n| @partition = partition(n) }
           parser.on("-Z", "--null", "with -K: an empty key or value is sent as NULL (an empty value: a tombstone)") { @null = true }
           parser.on("-D", "--delimiter DELIM", "what ends a message in the input (default \\n; kcat's escapes: \\t \\xHH ...)") do |delim|
@@ -201,9 +201,10 @@ module Sluice
           configured + 5_000
         end
 
+        # NAME=VALUE; NAME alone is a header with a NULL value, as kcat's -H NAME.
         def header(pair)
           name, value = pair.split("=", 2)
-          raise UsageError, "-H takes NAME=VALUE, got #{pair.inspect}" if value.nil? || name.empty?
+          raise UsageError, "-H takes NAME=VALUE or NAME, got #{pair.inspect}" if name.nil? || name.empty?
 
           @headers[name] = value
         end
