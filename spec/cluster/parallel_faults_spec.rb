@@ -15,7 +15,12 @@ require_relative "../support/scenarios/positions"
 # first seen by a run never comes after a later one of its key seen by it
 # (messages read again after a rebalance are duplicates, not violations).
 #
-# Prints one line starting with "parallel under faults".
+# Prints one line starting with "parallel under faults", then what the members'
+# position log shows (spec/support/scenarios/positions.rb). Issue 55's high
+# counts (thousands, a partition from offset 0) come when the node SIGKILLed
+# is the group's coordinator: every member's session times out before another
+# coordinator answers, its assignment is lost uncommitted, and what it
+# processed meanwhile is read again (spec/cluster/coordinator_loss_spec.rb).
 RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
   messages = 60_000
   partitions = 6
