@@ -321,6 +321,8 @@ struct commit_args {
     rd_kafka_topic_partition_list_t *list;
     int timeout_ms;
     rd_kafka_resp_err_t err;
+    int want_result;                          /* keep the answer's offsets (a failed revoke's, to report) */
+    rd_kafka_topic_partition_list_t *result;
 };
 
 /*
@@ -337,6 +339,8 @@ static void *commit_nogvl(void *p) {
     if (!a->err) {
         rd_kafka_event_t *ev = rd_kafka_queue_poll(results, a->timeout_ms);
         a->err = ev ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
+        const rd_kafka_topic_partition_list_t *answered = ev && a->want_result ? rd_kafka_event_topic_partition_list(ev) : NULL;
+        if (answered) a->result = rd_kafka_topic_partition_list_copy(answered);
         if (ev) rd_kafka_event_destroy(ev);
     }
     rd_kafka_queue_destroy(results);
@@ -344,7 +348,9 @@ static void *commit_nogvl(void *p) {
 }
 
 /*
- * #commit(partitions or nil, async, timeout_ms = 10_000) -> nil or error code
+ * #commit(partitions or nil, async, timeout_ms = 10_000, with_offsets = false)
+ *   -> nil or error code; with_offsets (synchronous only): nil or
+ *   [error code, [[topic, partition, offset, err], ...] or nil (no answer in time)]
  * Commits the stored offsets (nil) or the given [[topic, partition, offset]].
  * Synchronous: blocks (GVL released) until the broker answered, at most
  * timeout_ms (then :timed_out; the commit may still happen). Async:
@@ -355,25 +361,30 @@ static void release_commit_list(void *p) {
     struct commit_args *a = p;
     if (a->list) rd_kafka_topic_partition_list_destroy(a->list);
     a->list = NULL;
+    if (a->result) rd_kafka_topic_partition_list_destroy(a->result);
+    a->result = NULL;
 }
 
 static VALUE consumer_commit(int argc, VALUE *argv, VALUE self) {
-    VALUE partitions, async, timeout;
-    rb_scan_args(argc, argv, "21", &partitions, &async, &timeout);
+    VALUE partitions, async, timeout, with_offsets;
+    rb_scan_args(argc, argv, "22", &partitions, &async, &timeout, &with_offsets);
     int timeout_ms = NIL_P(timeout) ? 10000 : NUM2INT(timeout);
     client_t *c = sluice_consumer_open(self);
-    struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), timeout_ms, 0};
+    struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), timeout_ms, 0, RTEST(with_offsets), NULL};
+    VALUE offsets = Qnil;
     if (RTEST(async)) {
         /* The result as an event on the main queue (relayed to the poller):
          * rd_kafka_commit(async) reports only to an offset_commit_cb. */
         a.err = rd_kafka_commit_queue(c->rk, a.list, c->queue, NULL, NULL);
     } else {
         sluice_gate_enter(c, commit_nogvl, &a, NULL, NULL, release_commit_list);
+        if (a.result) offsets = sluice_partitions_to_ary(a.result);
         release_commit_list(&a);
         sluice_gate_leave(c);
     }
     release_commit_list(&a);
-    return a.err && a.err != RD_KAFKA_RESP_ERR__NO_OFFSET ? INT2FIX(a.err) : Qnil;
+    if (!a.err || a.err == RD_KAFKA_RESP_ERR__NO_OFFSET) return Qnil;
+    return a.want_result ? rb_ary_new_from_args(2, INT2FIX(a.err), offsets) : INT2FIX(a.err);
 }
 
 struct committed_args {

@@ -457,15 +457,42 @@ module Sluice
     def instrument(name, payload = {}) = @monitor.instrument(name, { consumer_id: @id }.merge!(payload))
 
     # A revoke with auto commit: what was processed on those partitions is
-    # committed before they go (a failure is reported; the next owner then
-    # reads those messages again: at least once).
-    def commit_before_revoke(timeout_ms = nil)
+    # committed before they go. A failure is reported, and so is what it
+    # leaves behind on the revoked partitions: their next owner reads those
+    # messages again (at least once), or, with auto.offset.reset: latest and
+    # nothing committed yet, skips them.
+    def commit_before_revoke(timeout_ms, revoked)
       return unless @config.auto_commit?
 
       timeout_ms ||= @config.max_wait_timeout
 
-      error = Blocking.call { @client.commit(nil, false, timeout_ms) }
-      instrument("error.occurred", type: "consumer.commit_error", error: KafkaError.new(error)) if error
+      code, offsets = Blocking.call { @client.commit(nil, false, timeout_ms, true) }
+      return unless code
+
+      error = KafkaError.new(code)
+      instrument("error.occurred", type: "consumer.commit_error", error: error)
+      left = left_behind(revoked, offsets)
+      instrument("consumer.offsets_left_behind", partitions: left, error: error, lost: false) unless left.empty?
+    end
+
+    # A lost assignment (this member's session ended: the coordinator was
+    # unreachable for session.timeout.ms) is revoked without a commit: what
+    # was stored since the last commit is left behind, offsets not known.
+    def lost_uncommitted(revoked)
+      return unless @config.auto_commit?
+
+      instrument("consumer.offsets_left_behind", partitions: left_behind(revoked, nil), error: nil, lost: true)
+    end
+
+    # The revoked partitions the failed commit had an offset for, with it;
+    # when the commit did not answer in time, every revoked one, with nil
+    # (not known: it may still land).
+    def left_behind(revoked, offsets)
+      return by_topic(revoked) { |_, partition| [partition, nil] }.transform_values(&:to_h) unless offsets
+
+      attempted = offsets.to_h { |topic, partition, offset| [[topic, partition], offset] }
+      kept = revoked.filter_map { |topic, partition| (offset = attempted[[topic, partition]]) && offset >= 0 && [topic, partition, offset] }
+      by_topic(kept).transform_values(&:to_h)
     end
 
     # The messages' partitions go back to their first one here: none of them

@@ -40,6 +40,7 @@ module Sluice
       consumer.partitions_revoked
       consumer.revoke_waiting
       consumer.offsets_committed
+      consumer.offsets_left_behind
       consumer.partition_eof
       consumer.connected
       consumer.closing

@@ -2,6 +2,7 @@
 
 require "securerandom"
 require_relative "parallel_fault_runs"
+require_relative "../support/scenarios/positions"
 
 # Issue 43, item 6: each_message(concurrency: 64, ordering: :key) under faults
 # on the three-node cluster. Three member processes
@@ -14,7 +15,12 @@ require_relative "parallel_fault_runs"
 # first seen by a run never comes after a later one of its key seen by it
 # (messages read again after a rebalance are duplicates, not violations).
 #
-# Prints one line starting with "parallel under faults".
+# Prints one line starting with "parallel under faults", then what the members'
+# position log shows (spec/support/scenarios/positions.rb). Issue 55's high
+# counts (thousands, a partition from offset 0) come when the node SIGKILLed
+# is the group's coordinator: every member's session times out before another
+# coordinator answers, its assignment is lost uncommitted, and what it
+# processed meanwhile is read again (spec/cluster/coordinator_loss_spec.rb).
 RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
   messages = 60_000
   partitions = 6
@@ -27,6 +33,9 @@ RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
   end
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  # Every member's position changes (spec/support/scenarios/positions.rb), kept after the run.
+  def position_log(tag) = File.expand_path("../../tmp/positions-parallel-faults-#{tag}.log", __dir__)
 
   # Payload "tag:key:seq"; the key decides the partition (the producer's partitioner).
   def produce_input(tag, messages, keys)
@@ -44,7 +53,8 @@ RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
     produce_input(tag, messages, keys)
     expected = Array.new(messages) { |i| "#{tag}:k#{i % keys}:#{i / keys}" }
     env = { "KAFKA_BROKERS" => TestCluster::BROKERS, "SLUICE_POLLING_MODE" => TestKafka::MODE.to_s, "GROUP" => "sluice-parallel-faults-#{tag}",
-            "INPUT" => @topic, "CONCURRENCY" => "64", "ORDERING" => "key", "WORK_SECONDS" => "0.1", "ASSIGNMENT" => "cooperative-sticky" }
+            "INPUT" => @topic, "CONCURRENCY" => "64", "ORDERING" => "key", "WORK_SECONDS" => "0.1", "ASSIGNMENT" => "cooperative-sticky",
+            "POSITION_LOG" => position_log(tag) }
     runs = ParallelFaultRuns.new(env)
     members = Array.new(3) { runs.start }
     share = ->(fraction) { (messages * fraction).to_i }
@@ -74,6 +84,7 @@ RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
                 "a member SIGKILLed and replaced, one joined and left, node %<node>d SIGKILLed and restarted",
                 mode: TestKafka::MODE, messages: messages, keys: keys, seen: tally.values.sum, missing: missing,
                 duplicates: duplicates, from_start: from_start, violations: runs.violations, node: node)
+    puts "  positions: #{position_log(tag)}", *Positions.summary(position_log(tag)).map { |line| "  #{line}" }
     expect(statuses).to all(be_success)
     expect(missing).to eq(0)
     expect(runs.violations).to eq(0)

@@ -94,9 +94,10 @@ module TestCluster
     end
 
     # The __transaction_state partition (so the coordinator) of a
-    # transactional.id: Kafka's abs(String#hashCode) % partition count.
-    def coordinator(transactional_id)
-      states = leaders("__transaction_state")
+    # transactional.id: Kafka's abs(String#hashCode) % partition count; of a
+    # group.id: its __consumer_offsets partition's (topic "__consumer_offsets").
+    def coordinator(transactional_id, topic = "__transaction_state")
+      states = leaders(topic)
       hash = transactional_id.encode("UTF-16BE").unpack("n*").reduce(0) { |h, c| ((h * 31) + c) & 0xffffffff }
       hash -= 1 << 32 if hash >= 1 << 31
       states.fetch(hash == -(1 << 31) ? 0 : hash.abs % states.size)

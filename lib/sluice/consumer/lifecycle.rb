@@ -52,7 +52,8 @@ module Sluice
         super
         @refusals_raised = 0
         @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2, seek_timeout_ms: @config.max_wait_timeout,
-                           rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), instrument: method(:instrument)),
+                           rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), lost: method(:lost_uncommitted),
+                                                      instrument: method(:instrument)),
                            instrument: method(:instrument), refused: method(:new_auth_failure))
       end
 
@@ -110,7 +111,7 @@ module Sluice
 
       def leave_group(deadline)
         @inbox.store_processed
-        commit_before_revoke(ms_until(deadline))
+        commit_before_revoke(ms_until(deadline), @client.assignment.map { |topic, partition| [topic, partition] })
         error = @client.close_begin
         close_error(KafkaError.from_tuple(error)) if error
         @inbox.serve_until_closed(deadline)

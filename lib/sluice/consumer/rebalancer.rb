@@ -6,16 +6,21 @@ module Sluice
     # queue (no librdkafka -> Ruby callback): assigns what the group
     # coordinator gave, and before partitions are given up commits their
     # stored offsets, so their next owner starts after what was processed
-    # here. Both the eager and the cooperative-sticky protocols: cooperative
+    # here (a commit that fails leaves them behind: Consumer reports it as
+    # consumer.offsets_left_behind). Both the eager and the cooperative-sticky protocols: cooperative
     # rebalances assign and revoke increments.
     #
     # Each event is answered once: the Inbox keeps one whose answer a stop
     # (Fiber#raise) cut short and hands it here again; one answered already
     # (the partitions list is the event's own Array) gets its first result.
     class Rebalancer
-      def initialize(client:, commit:, instrument:)
+      # @param commit [#call] (ms or nil, revoked pairs): commits before a revoke
+      # @param lost [#call, nil] (revoked pairs): a lost assignment, which
+      #   cannot commit (the group went on without this member)
+      def initialize(client:, commit:, instrument:, lost: nil)
         @client = client
         @commit = commit
+        @lost = lost
         @instrument = instrument
       end
 
@@ -51,9 +56,10 @@ module Sluice
         []
       end
 
-      # A lost assignment (the group went on without us) has nothing to commit.
+      # A lost assignment (the group went on without us) cannot commit: the
+      # coordinator refuses a member it no longer knows.
       def revoke(pairs, incremental, commit_within)
-        @commit.call(commit_within) unless @client.assignment_lost?
+        @client.assignment_lost? ? @lost&.call(pairs) : @commit.call(commit_within, pairs)
         answered!(@client.unassign(pairs, incremental), "unassign", pairs)
         @instrument.call("consumer.partitions_revoked", partitions: by_topic(pairs))
         pairs

@@ -8,7 +8,7 @@ RSpec.describe Sluice::Consumer::Rebalancer do
 
   let(:calls) { [] }
   let(:events) { [] }
-  let(:commit) { ->(within) { calls << [:commit, within] } }
+  let(:commit) { ->(within, revoked) { calls << [:commit, within, revoked] } }
   let(:answers) { {} } # method => what the fake native call returns (an error tuple, or nil for none)
   let(:client) { fake_client }
   let(:partitions) { [["b", 2, -1001, 0], ["a", 1, -1001, 0], ["a", 0, -1001, 0]] }
@@ -42,7 +42,7 @@ RSpec.describe Sluice::Consumer::Rebalancer do
   it "commits before giving partitions up, within the time it was given, and returns what it gave up" do
     given_up = rebalancer.call(:revoke, partitions, "COOPERATIVE", 0, commit_within: 250)
 
-    expect(calls).to eq([[:commit, 250], [:unassign, [["b", 2], ["a", 1], ["a", 0]], true]])
+    expect(calls).to eq([[:commit, 250, [["b", 2], ["a", 1], ["a", 0]]], [:unassign, [["b", 2], ["a", 1], ["a", 0]], true]])
     expect(given_up).to eq([["b", 2], ["a", 1], ["a", 0]])
     expect(events).to eq([["consumer.partitions_revoked", { partitions: { "b" => [2], "a" => [0, 1] } }]])
   end
@@ -54,6 +54,13 @@ RSpec.describe Sluice::Consumer::Rebalancer do
       rebalancer.call(:revoke, partitions, "EAGER", 0)
 
       expect(calls).to eq([[:unassign, [["b", 2], ["a", 1], ["a", 0]], false]])
+    end
+
+    it "says what it gave up uncommitted, before it gives it up" do
+      lost = described_class.new(client: client, commit: commit, lost: ->(revoked) { calls << [:lost, revoked] }, instrument: ->(*) {})
+      lost.call(:revoke, partitions, "COOPERATIVE", 0)
+
+      expect(calls).to eq([[:lost, [["b", 2], ["a", 1], ["a", 0]]], [:unassign, [["b", 2], ["a", 1], ["a", 0]], true]])
     end
   end
 
@@ -94,7 +101,7 @@ RSpec.describe Sluice::Consumer::Rebalancer do
   end
 
   context "when the commit before a revoke raises" do
-    let(:commit) { ->(_within) { raise Interrupt } }
+    let(:commit) { ->(_within, _revoked) { raise Interrupt } }
 
     it "still answers librdkafka (drops the whole assignment) and raises on" do
       expect { rebalancer.call(:revoke, partitions, "COOPERATIVE", 0) }.to raise_error(Interrupt)

@@ -23,23 +23,31 @@
 # included, as work would; a line "pace <seconds>" on stdin changes it),
 # CONCURRENCY, ORDERING and WORK_SECONDS (at least once: see #at_least_once),
 # GROUP_PROTOCOL ("consumer": KIP-848's, without the classic member settings
-# below, as a member restarted into a group's online migration; default classic).
+# below, as a member restarted into a group's online migration; default classic),
+# POSITION_LOG (a file the member appends every position change of its
+# partitions to: see Positions).
 require "logger"
 require "sluice"
+require_relative "positions"
 
 $stdout.sync = true
 
 def say(line) = $stdout.write("#{line}\n")
 
+POSITIONS = ENV.key?("POSITION_LOG") ? Positions.new(ENV.fetch("POSITION_LOG")) : nil
+
 def kafka(extra)
   settings = { "bootstrap.servers": ENV.fetch("KAFKA_BROKERS") }.merge(extra)
   settings[:debug] = ENV.fetch("KAFKA_DEBUG") if ENV.key?("KAFKA_DEBUG")
+  settings[:debug] ||= Positions::DEBUG if POSITIONS
   settings
 end
 
 def log_level = ENV.key?("KAFKA_DEBUG") ? Logger::DEBUG : Logger::WARN
 
 def logger(name)
+  return POSITIONS.logger(name) if POSITIONS && !ENV.key?("KAFKA_DEBUG")
+
   Logger.new($stderr, level: log_level, progname: name).tap do |logger|
     logger.formatter = proc { |severity, time, progname, message| "#{time.strftime("%H:%M:%S.%L")} #{progname} #{severity} #{message}\n" }
   end
@@ -66,6 +74,7 @@ def build_consumer(exactly_once)
   consumer.monitor.subscribe("consumer.partitions_assigned") { |e| say("assigned #{e[:partitions].values.flatten.join(",")}") }
   consumer.monitor.subscribe("consumer.partitions_revoked") { |e| say("revoked #{e[:partitions].values.flatten.join(",")}") }
   consumer.monitor.subscribe("error.occurred") { |e| warn("consumer error.occurred #{e[:type]}: #{e[:error]}") }
+  POSITIONS&.watch(consumer)
   consumer
 end
 
@@ -91,6 +100,7 @@ def at_least_once(consumer)
   work = Float(ENV.fetch("WORK_SECONDS", "0.002"))
   consumer.each_message(concurrency: concurrency, ordering: ENV.fetch("ORDERING", "key").to_sym) do |message|
     say("seen #{message.payload}")
+    POSITIONS&.read(message)
     sleep(work) # some work: offsets are stored and committed before the spec's SIGKILL
   end
 end
