@@ -152,13 +152,19 @@ module Sluice
       # a Mutex, and may have interrupted code that holds one we need. When
       # it interrupted the reader, a closer thread would wait for the reader
       # to return, which waits for this handler: the close happens when the
-      # reader returns instead, as from the reader's own block.
+      # reader returns instead, as from the reader's own block. A reader's
+      # block that outlives the timeout is reported, not raised: the handler's
+      # join would raise it into whatever code the signal interrupted.
       def close_from_trap(timeout)
         @inbox.stop
         begin_close(timeout) # a concurrent read's blocks take its deadline, even when the reader was interrupted
         return defer_close(timeout) if @inbox.reader?(Fiber.current)
 
-        @life.close_on_own_thread(timeout) { close(timeout: timeout) }
+        @life.close_on_own_thread(timeout) do
+          close(timeout: timeout)
+        rescue Errors::ConsumerCloseTimeoutError => e
+          close_error(e)
+        end
       end
     end
   end

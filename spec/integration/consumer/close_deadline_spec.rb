@@ -42,4 +42,23 @@ RSpec.describe "Consumer close from another thread while a concurrent block is s
   ensure
     admin&.close
   end
+
+  # The reader runs a one-at-a-time block itself: nothing can end it, so the
+  # close says so rather than return nil with the consumer open.
+  it "raises ConsumerCloseTimeoutError when the reader's own block outlives it, and closes when the block returns" do
+    first = produce(%w[stuck])
+    consumer = reader(0 => first)
+    started = Queue.new
+    stuck = Queue.new
+    thread = Thread.new { consumer.each_message { |_| (started << true) && stuck.pop } }
+    pop_within(started, 30)
+    expect_within(1.0 + margin, guards: "close waiting for the reader past its timeout") do
+      expect { consumer.close(timeout: 1_000) }.to raise_error(Sluice::Errors::ConsumerCloseTimeoutError)
+    end
+    expect(consumer).not_to be_closed
+    stuck << true
+    thread.join(10) or raise "each_message did not return"
+    expect(consumer).to be_closed
+    expect(committed_offset).to eq(first + 1)
+  end
 end
