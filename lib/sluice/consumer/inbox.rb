@@ -298,6 +298,9 @@ module Sluice
         @client.wake_messages
       end
 
+      # A concurrent each_message reads (ParallelReading).
+      def concurrent? = !@workers.nil?
+
       # A close began: a concurrent read's wait for its running blocks takes
       # the close's deadline (ParallelReading#close_began). Safe from a signal handler.
       def close_began = @workers&.close_began

@@ -22,7 +22,8 @@ module Sluice
       # (any of them with concurrency:), from a listener while another thread
       # reads, or from a signal handler that interrupted the reader, it takes
       # effect when the reader returns. The timeout counts from the call
-      # (from the reader's return inside a one-at-a-time block): a concurrent
+      # (from the reader's return when called inside a one-at-a-time read's
+      # block, or a signal handler that interrupted its reader): a concurrent
       # read's running blocks get half of it, then are killed (as past
       # finish_within) and what they did not finish is handed out again.
       # @param timeout [Integer] ms for all of it: the reader's return, committing, leaving the group
@@ -41,7 +42,7 @@ module Sluice
         return close_from_trap(timeout) if Blocking.trap_context?
 
         @inbox.stop
-        return defer_close(timeout) if @inbox.reader?(Fiber.current) # the deadline starts when the reader returns
+        return defer_close(timeout) if in_own_block?
 
         begin_close(timeout)
         return defer_close(timeout) if close_later?
@@ -75,10 +76,16 @@ module Sluice
         @inbox.close_began
       end
 
-      # Inside a concurrent each_message's block (the read waits for that
-      # block before it returns), or on a polling thread, which must not wait
-      # for a reader that may wait for it.
-      def close_later? = @inbox.reading? && (@inbox.in_parallel_block? || Polling.thread?)
+      # The caller is the reader of a one-at-a-time read (in its block, or a
+      # signal handler that interrupted it): the close happens when it
+      # returns, and its deadline starts then.
+      def in_own_block? = @inbox.reader?(Fiber.current) && !@inbox.concurrent?
+
+      # The reader of a concurrent each_message (a listener it runs), inside
+      # one of its blocks (the read waits for that block before it returns),
+      # or on a polling thread, which must not wait for a reader that may
+      # wait for it.
+      def close_later? = @inbox.reading? && (@inbox.reader?(Fiber.current) || @inbox.in_parallel_block? || Polling.thread?)
 
       # Another thread reads: it returns once its running blocks finished or
       # were killed (ParallelReading), unless it runs a block itself. One that
@@ -157,6 +164,8 @@ module Sluice
       # join would raise it into whatever code the signal interrupted.
       def close_from_trap(timeout)
         @inbox.stop
+        return defer_close(timeout) if in_own_block?
+
         begin_close(timeout) # a concurrent read's blocks take its deadline, even when the reader was interrupted
         return defer_close(timeout) if @inbox.reader?(Fiber.current)
 
