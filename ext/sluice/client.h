@@ -17,7 +17,7 @@
 #ifndef SLUICE_CLIENT_H
 #define SLUICE_CLIENT_H
 
-#include "sluice.h"
+#include "common.h"
 
 typedef struct client client_t;
 
@@ -79,7 +79,7 @@ typedef struct client_kind {
     void (*disown)(client_t *c);
     /* The kind's own fds, closed (idempotent): with the base's pipe, in every path that closes it */
     void (*close_fds)(client_t *c);
-    const VALUE *closed_error; /* what a call on a closed one raises (sluice.h's classes) */
+    const VALUE *closed_error; /* what a call on a closed one raises (common.h's classes) */
     /* Why a call of the calling thread is refused now (NULL: it is not), with the GVL;
      * never raises. Asked by the gate for calls without unblock function. */
     const char *(*refusal)(client_t *c);
