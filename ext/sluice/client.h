@@ -124,6 +124,10 @@ struct client {
     /* the kind's own fields follow (client_kind_t.size) */
 };
 
+/* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending: the gate's (gate.c), and
+ * #destroy's, which does not pass the gate. */
+static inline void sluice_raise_pending_interrupts(void) { rb_thread_check_ints(); }
+
 /* Registers kind as the table of klass and its subclasses (each kind's init, once). */
 void sluice_client_kind(VALUE klass, const client_kind_t *kind);
 
