@@ -379,7 +379,9 @@ module Sluice
     end
 
     # each_message, each_batch and poll return after the current message or
-    # batch. Safe from any thread, fiber or signal handler.
+    # batch; when none of them runs, the next one returns at once (a stop
+    # just before the read began, as a signal's at start-up, is not lost).
+    # Safe from any thread, fiber or signal handler.
     # @return [void]
     def stop = @inbox.stop
 

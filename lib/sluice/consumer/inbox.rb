@@ -149,9 +149,10 @@ module Sluice
         # #take_slot, inline but for its rare part: poll pays this on every message.
         if @reader.nil? && !@reader_lock.locked?
           @reader = fiber
-          @stopped = false
+          outer = true
           return_lent unless @lent.empty?
         else
+          outer = !@reader.equal?(fiber)
           @reader_lock.synchronize { claim(fiber) }
         end
         @ledger.finish_handed unless @handed.empty?
@@ -162,7 +163,10 @@ module Sluice
         (ready || take(timeout_ms)) && (store ? @storing_lease : @plain_lease)
       ensure
         # #leave_slot, inline but for its rare part: poll pays this on every message.
-        @reader = nil if @reader.equal?(fiber)
+        if outer && @reader.equal?(fiber)
+          @stopped = false
+          @reader = nil
+        end
         wake_idle if @idle_waiters.positive?
       end
 
@@ -296,8 +300,12 @@ module Sluice
       end
 
       # Ends the current read (each_message, each_batch, poll): its wait, and
-      # every take after the current one; the next read starts afresh. What
-      # was fetched and not handed out stays for that next read.
+      # every take after the current one. With no read under way, the next
+      # read is the one it ends, at once: a stop that came just before the
+      # read began (a signal as the loop starts, a thread's read not begun
+      # yet) is not lost. A read spends the stops that came while it ran when
+      # it returns; the one after starts afresh. What was fetched and not
+      # handed out stays for that next read.
       # Safe from any thread, fiber or signal handler.
       def stop
         @stopped = true
@@ -332,10 +340,11 @@ module Sluice
       # a time).
       def reading
         fiber = Fiber.current
+        outer = !@reader.equal?(fiber) # not nested in a read of fiber's own (see #leave_slot)
         take_slot(fiber)
         yield
       ensure
-        leave_slot(fiber)
+        leave_slot(fiber, outer)
       end
 
       def reading? = !@reader.nil?
@@ -388,8 +397,7 @@ module Sluice
       def take_slot(fiber)
         if @reader.nil? && !@reader_lock.locked?
           @reader = fiber
-          @stopped = false # #begin_read, inline: poll pays this on every message
-          return_lent unless @ledger.lent.empty?
+          return_lent unless @ledger.lent.empty? # #begin_read, inline
         else
           @reader_lock.synchronize { claim(fiber) }
         end
@@ -398,12 +406,19 @@ module Sluice
 
       # Released in one step no interrupt lands in, before any lock: one
       # landing as the lock was taken left the consumer read by nobody for
-      # ever (a killed reader's replacement was refused). Then waiters of
-      # #wait_idle, if any, are woken (masked: rare, and not to be lost).
-      # (Called first thing in an ensure clause, with the fiber got before
-      # the slot was taken: a claim interrupted as it returns is released.)
-      def leave_slot(fiber)
-        @reader = nil if @reader.equal?(fiber)
+      # ever (a killed reader's replacement was refused). Only by the outer
+      # read (a nested one, poll inside each_message, leaves the slot and the
+      # stop to it), which spends the stops that came while it ran: cleared
+      # just before the slot is free, so one after that is the next read's
+      # (see #stop). Then waiters of #wait_idle, if any, are woken (masked:
+      # rare, and not to be lost). (Called first thing in an ensure clause,
+      # with the fiber and outer got before the slot was taken: a claim
+      # interrupted as it returns is released.)
+      def leave_slot(fiber, outer)
+        if outer && @reader.equal?(fiber)
+          @stopped = false
+          @reader = nil
+        end
         wake_idle if @idle_waiters.positive?
       end
 
@@ -418,7 +433,6 @@ module Sluice
       end
 
       def begin_read
-        @stopped = false
         return_lent unless @ledger.lent.empty?
       end
 

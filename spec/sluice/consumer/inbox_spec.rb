@@ -195,6 +195,40 @@ RSpec.describe Sluice::Consumer::Inbox do
     end
   end
 
+  # Issue 55: a reader thread started just before stop (30 members under KIP-848, assigned within
+  # milliseconds), or a TERM trapped before the loop began, was forgotten: the read began afresh, for ever.
+  it "ends at once the next read when stopped while none ran, and only that one" do
+    native.drains << [message(0, 1)]
+    inbox.stop
+
+    reader = Thread.new { inbox.reading { inbox.take(nil) } }
+    expect(reader.join(5)).to be(reader) # ended, not waiting for ever
+    expect(reader.value).to be_nil
+    expect(inbox.reading { inbox.take(0)&.offset }).to eq(1) # the stop was spent
+  end
+
+  it "ends at once the next poll when stopped while none ran, and only that one" do
+    native.drains << [message(0, 1)]
+    inbox.stop
+
+    expect(expect_within(1, guards: "a stop before poll forgotten (its 5 s timeout)") { inbox.poll(5_000, false) }).to be_nil
+    expect(inbox.poll(0, false) && inbox.lease.last.offset).to eq(1)
+  end
+
+  it "leaves the slot and a stop made inside a read to that read when a nested read returns" do
+    native.drains << [message(0, 1), message(0, 2)]
+
+    taken = inbox.reading do
+      first = inbox.take(nil)
+      inbox.processed(first)
+      inbox.stop
+      inbox.poll(0, false) # poll inside each_message's block
+      [first.offset, inbox.reading?, inbox.take(nil)]
+    end
+    expect(taken).to eq([1, true, nil]) # still read by the outer read (another thread's claim is refused)
+    expect(inbox.reading { inbox.take(0)&.offset }).to eq(2) # spent by the outer read
+  end
+
   it "refuses a second reader while one reads, naming the problem" do
     inside = Queue.new
     leave = Queue.new
