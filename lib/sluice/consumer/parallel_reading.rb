@@ -31,11 +31,20 @@ module Sluice
       TAKE_WAIT = 50
       # Offsets of finished blocks are stored at least this often (s), not on every message.
       STORE_EVERY = 0.1
+      # With auto commit, what was stored is also committed at most this often
+      # (s), not only every auto.commit.interval.ms (5 s by default): a crash
+      # then reads again at most this much finished work (the rest finished
+      # above a held message is in the metadata: FinishedOffsets). Half a
+      # second bounds a member's commits to 2 a second, and only while blocks
+      # finish.
+      COMMIT_EVERY = 0.5
 
       # @param rewind [#call] Consumer#rewind: partitions back to these messages
       # @param instrument [#call] Consumer#instrument
       # @param shares [PartitionShares] each partition's share of max_buffered
-      def initialize(inbox:, rewind:, instrument:, shares:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:)
+      # @param commit [Boolean] commit what is stored every COMMIT_EVERY (auto commit)
+      def initialize(inbox:, rewind:, instrument:, shares:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:,
+                     commit: false)
         @inbox = inbox
         @rewind = rewind
         @shares = shares
@@ -45,7 +54,9 @@ module Sluice
         @finish_within = finish_within / 1000.0
         @work = { count: concurrency, ordering: ordering, block: block, stopped: inbox.method(:stopped?) }
         @failure = nil
-        @stored_at = now
+        @stored_at = @committed_at = now
+        @commit = commit
+        @uncommitted = false
       end
 
       # Reads until #stop or a block's error; see the class comment for the end.
@@ -53,9 +64,11 @@ module Sluice
       def run
         @workers = Workers.new(**@work)
         @inbox.workers = self
+        @inbox.track_finished(true)
         read
         wind_down
       ensure
+        @inbox.track_finished(false)
         @inbox.workers = nil
         @workers&.stop
         @shares.resume_all
@@ -131,7 +144,12 @@ module Sluice
 
       def store_now
         @stored_at = now
-        @inbox.store_processed
+        @uncommitted = true if @inbox.store_processed
+        return unless @commit && @uncommitted && @stored_at - @committed_at >= COMMIT_EVERY
+
+        @committed_at = @stored_at
+        @uncommitted = false
+        @inbox.commit_stored
       end
 
       def wind_down
