@@ -152,7 +152,8 @@ module Sluice
       # base, metadata], where base is the offset stored last (by #storable!'s
       # caller: the offset after its highest ready message, remembered here)
       # or committed at assignment, and metadata names the held offsets
-      # (FinishedOffsets). Partitions with no base known are left out.
+      # (FinishedOffsets). Partitions with no base known, or with an
+      # unfinished message below it (a seek back), are left out.
       # @param ready [Array<Message>] what #storable! returned just before
       # @return [Array<Array(String, Integer, Integer, String)>]
       def finished_above(ready)
@@ -164,8 +165,11 @@ module Sluice
         end
         return EMPTY if @done.empty?
 
+        floors = lowest(unfinished)
         @done.group_by { |message| partition_of(message) }.filter_map do |(topic, partition), held|
           base = @bases[[topic, partition]] or next
+          next if (floor = floors[[topic, partition]]) && floor < base # a seek went back below it: not stored past that
+
           metadata = FinishedOffsets.encode(base, held.map(&:offset)) or next
           [topic, partition, base, metadata]
         end

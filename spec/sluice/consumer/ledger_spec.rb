@@ -370,6 +370,19 @@ RSpec.describe Sluice::Consumer::Ledger do
       expect(ledger.lend.offset).to eq(10)
     end
 
+    it "stores nothing past an unfinished message a seek went back to" do
+      ledger.fill(drained(0..2))
+      m0, m1, m2 = lend_all
+      ledger.finish(m0)
+      ledger.finish(m1)
+      ledger.finished_above(ledger.storable!) # base 2
+      ledger.rewound([m2])
+      ledger.fill(drained(1..3))
+      _r1, _r2, r3 = lend_all
+      ledger.finish(r3) # 1 unfinished: offset 2 (stored before) would pass it
+      expect(ledger.finished_above(ledger.storable!)).to eq([])
+    end
+
     it "skips each offset once, and forgets a revoked partition's" do
       ledger.skip("t", 0, 0, [1])
       ledger.skip("t", 1, 0, [1])
