@@ -159,10 +159,7 @@ module Sluice
       def finished_above(ready)
         return EMPTY unless @tracking
 
-        ready.each do |message|
-          pair = partition_of(message)
-          @bases[pair] = message.offset + 1 if (@bases[pair] || -1) <= message.offset
-        end
+        note_stored(ready)
         return EMPTY if @done.empty?
 
         floors = lowest(unfinished)
@@ -325,6 +322,14 @@ module Sluice
           @skips.delete(pair) if skips.empty?
           @skipped = true
           @done << item
+        end
+      end
+
+      # Each partition's offset stored from ready (the one after its highest).
+      def note_stored(ready)
+        ready.each do |message|
+          pair = partition_of(message)
+          @bases[pair] = message.offset + 1 if (@bases[pair] || -1) <= message.offset
         end
       end
 
