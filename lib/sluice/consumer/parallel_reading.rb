@@ -32,12 +32,13 @@ module Sluice
       # Offsets of finished blocks are stored at least this often (s), not on every message.
       STORE_EVERY = 0.1
       # With auto commit, what was stored is also committed at most this often
-      # (s), not only every auto.commit.interval.ms (5 s by default): a crash
-      # then reads again at most this much finished work (the rest finished
-      # above a held message is in the metadata: FinishedOffsets). Half a
-      # second bounds a member's commits to 2 a second, and only while blocks
-      # finish.
-      COMMIT_EVERY = 0.5
+      # (s), as often as it is stored, not only every auto.commit.interval.ms
+      # (5 s by default): a crash reads again at most this much finished work
+      # (what finished above a held message is in the metadata:
+      # FinishedOffsets). Async, and only when something was stored: at most
+      # 10 commits a second per member, while blocks finish. (4 SIGKILLs at
+      # :key 64: 0.5 s left 4,789 duplicates of 20,000, 0.1 s 2,499.)
+      COMMIT_EVERY = 0.1
 
       # @param rewind [#call] Consumer#rewind: partitions back to these messages
       # @param instrument [#call] Consumer#instrument
