@@ -20,7 +20,6 @@
  */
 #include "client.h"
 
-#include "gate.h"
 #include "init.h"
 #include "resolve.h"
 #include "values.h"

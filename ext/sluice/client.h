@@ -17,7 +17,7 @@
 #ifndef SLUICE_CLIENT_H
 #define SLUICE_CLIENT_H
 
-#include "sluice.h"
+#include "common.h"
 
 typedef struct client client_t;
 
@@ -79,7 +79,7 @@ typedef struct client_kind {
     void (*disown)(client_t *c);
     /* The kind's own fds, closed (idempotent): with the base's pipe, in every path that closes it */
     void (*close_fds)(client_t *c);
-    const VALUE *closed_error; /* what a call on a closed one raises (sluice.h's classes) */
+    const VALUE *closed_error; /* what a call on a closed one raises (common.h's classes) */
     /* Why a call of the calling thread is refused now (NULL: it is not), with the GVL;
      * never raises. Asked by the gate for calls without unblock function. */
     const char *(*refusal)(client_t *c);
@@ -123,6 +123,10 @@ struct client {
                                   brokers accept the client (#progress) */
     /* the kind's own fields follow (client_kind_t.size) */
 };
+
+/* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending: the gate's (gate.c), and
+ * #destroy's, which does not pass the gate. */
+static inline void sluice_raise_pending_interrupts(void) { rb_thread_check_ints(); }
 
 /* Registers kind as the table of klass and its subclasses (each kind's init, once). */
 void sluice_client_kind(VALUE klass, const client_kind_t *kind);

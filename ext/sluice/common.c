@@ -1,10 +1,10 @@
 /*
- * What every file shares (declared in sluice.h): the modules, the error
+ * What every file shares (declared in common.h): the modules, the error
  * classes, the fork check, pipes and the clock. A leaf: it calls no other
  * file of the extension, so sharing these makes no file depend on another's
  * code (sluice.c only sets them up, in Init_sluice_ext).
  */
-#include "sluice.h"
+#include "common.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -134,27 +134,6 @@ static void take_event(client_t *c, rd_kafka_event_t *ev, const rd_kafka_message
 /* Events taken between two looks at the clock (about 50 µs of work). */
 #define BUDGET_CHECK_EVERY 64
 
-/* The last #consume's events, destroyed (C only: any thread, with or without the GVL). */
-static void destroy_taken(client_t *c) {
-    consumer_t *con = sluice_consumer_of(c);
-    for (long i = 0; i < con->taken_count; i++) rd_kafka_event_destroy(con->taken[i]);
-    con->taken_count = 0;
-}
-
-void sluice_consume_free(client_t *c) {
-    consumer_t *con = sluice_consumer_of(c);
-    free(con->taken);
-    free(con->taken_messages);
-    con->taken = NULL;
-    con->taken_messages = NULL;
-    con->taken_count = con->taken_capa = 0;
-}
-
-void sluice_consume_release(client_t *c) {
-    destroy_taken(c);
-    sluice_consume_free(c);
-}
-
 struct take_args {
     client_t *c;
     long limit;
@@ -173,7 +152,7 @@ static void *take_nogvl(void *p) {
     struct take_args *a = p;
     client_t *c = a->c;
     consumer_t *con = sluice_consumer_of(c);
-    destroy_taken(c);
+    sluice_consumer_destroy_taken(c);
     char buf[64];
     while (read(con->wake_r, buf, sizeof(buf)) > 0) {
     }

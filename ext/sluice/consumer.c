@@ -234,6 +234,29 @@ static VALUE consumer_consumer_closed_p(VALUE self) {
     return rd_kafka_consumer_closed(sluice_consumer_open(self)->rk) ? Qtrue : Qfalse;
 }
 
+/* ---- the last #consume's events (consume.c takes them; consumer_t.taken) ---- */
+
+/* The last #consume's events, destroyed (C only: any thread, with or without the GVL). */
+void sluice_consumer_destroy_taken(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    for (long i = 0; i < con->taken_count; i++) rd_kafka_event_destroy(con->taken[i]);
+    con->taken_count = 0;
+}
+
+static void free_taken(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    free(con->taken);
+    free(con->taken_messages);
+    con->taken = NULL;
+    con->taken_messages = NULL;
+    con->taken_count = con->taken_capa = 0;
+}
+
+static void release_taken(client_t *c) {
+    sluice_consumer_destroy_taken(c);
+    free_taken(c);
+}
+
 /* What a consumer holds besides the handle, released (release_native, no GVL). */
 static void consumer_release(client_t *c) {
     consumer_t *con = sluice_consumer_of(c);
@@ -243,7 +266,7 @@ static void consumer_release(client_t *c) {
         con->sasl_queue = NULL;
     }
     rd_kafka_queue_io_event_enable(con->queue, -1, NULL, 0);
-    sluice_consume_release(c); /* the last #consume's events hold their partitions too */
+    release_taken(c); /* the last #consume's events hold their partitions too */
     /* Messages fetched and never consumed hold their partitions, which hold
      * their brokers: left in the queue, rd_kafka_destroy would wait forever
      * for those broker threads. (librdkafka's own close serves a temporary
@@ -302,10 +325,10 @@ static void release_end(client_t *c) {
 
 static void free_unstarted(client_t *c) {
     release_end(c);         /* creating the handle failed after the relay was made */
-    sluice_consume_free(c); /* (destroyed: released already, a no-op) */
+    free_taken(c);          /* (destroyed: released already, a no-op) */
 }
 
-static void free_forked(client_t *c) { sluice_consume_free(c); /* the parent's events: only our copy of the list */ }
+static void free_forked(client_t *c) { free_taken(c); /* the parent's events: only our copy of the list */ }
 
 /* ---- the consumer's main-queue events: its relay and SASL queue (client_source_t, client.h) ---- */
 

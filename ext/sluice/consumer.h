@@ -1,8 +1,10 @@
 /*
- * consumer.c and consume.c (Sluice::Native::Consumer): the consumer's struct,
- * which begins with the base's (client.h), and the check every consumer call
- * makes (consume.c, transactions.c, test_hooks.c). Its release and its close
- * check reach the base through its kind's table (consumer.c), not by name.
+ * What consumer.c (Sluice::Native::Consumer) shares: the consumer's struct,
+ * which begins with the base's (client.h), the check every consumer call
+ * makes (consume.c, transactions.c, test_hooks.c) and the end of the events
+ * #consume took. consume.c calls consumer.c, never the other way round. Its
+ * release and its close check reach the base through its kind's table
+ * (consumer.c), not by name.
  */
 #ifndef SLUICE_CONSUMER_H
 #define SLUICE_CONSUMER_H
@@ -32,7 +34,7 @@ typedef struct {
 static inline consumer_t *sluice_consumer_of(client_t *c) { return (consumer_t *)c; }
 
 /* The struct of a usable consumer; raises for a closed or closing one, one inherited through fork, or
- * another kind's. Inline, through client.c: the files that check a consumer call no code of consumer.c's. */
+ * another kind's. consumer.c's (its header's): a file that checks a consumer calls consumer.c. */
 static inline client_t *sluice_consumer_open(VALUE self) {
     client_t *c = sluice_client_open(self);
     if (c->kind != RD_KAFKA_CONSUMER) rb_raise(rb_eTypeError, "not a consumer"); /* (only Native::Consumer makes one) */
@@ -40,8 +42,8 @@ static inline client_t *sluice_consumer_open(VALUE self) {
     return c;
 }
 
-/* consume.c: the last #consume's events destroyed and its buffers freed; _free: the buffers only (a forked child) */
-void sluice_consume_release(client_t *c);
-void sluice_consume_free(client_t *c);
+/* The last #consume's events destroyed (before the next #consume takes more, consume.c); any thread, with or
+ * without the GVL. Their buffers are the struct's: consumer.c frees them with it. */
+void sluice_consumer_destroy_taken(client_t *c);
 
 #endif

@@ -7,7 +7,7 @@
 #ifndef SLUICE_DELIVERY_HANDLE_H
 #define SLUICE_DELIVERY_HANDLE_H
 
-#include "sluice.h"
+#include "common.h"
 
 /* A new handle of klass (the producer's DeliveryHandle) for a message of topic, with its label and notifier. */
 VALUE sluice_handle_new(VALUE klass, VALUE topic, VALUE label, VALUE notifier);

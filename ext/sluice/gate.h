@@ -43,7 +43,4 @@ void sluice_gate_leave(client_t *c);
  * that kept the GVL would. */
 static inline void sluice_gate_leave_deferred(client_t *c) { __atomic_sub_fetch(&c->busy, 1, __ATOMIC_SEQ_CST); }
 
-/* Raises whatever interrupt (Thread#raise, Timeout, kill, signal) is pending. */
-static inline void sluice_raise_pending_interrupts(void) { rb_thread_check_ints(); }
-
 #endif

@@ -7,7 +7,7 @@
 #ifndef SLUICE_INIT_H
 #define SLUICE_INIT_H
 
-#include "sluice.h"
+#include "common.h"
 
 void sluice_init_resolve(void);                 /* resolve.c: the fork handler of the resolver */
 void sluice_init_delivery_handle(void);         /* delivery_handle.c: the names of DeliveryHandle's fields */

@@ -6,7 +6,7 @@
 #ifndef SLUICE_PARTITION_LIST_H
 #define SLUICE_PARTITION_LIST_H
 
-#include "sluice.h"
+#include "common.h"
 
 /* [[topic, partition(, offset(, metadata))], ...] -> a new list (the caller destroys it). */
 rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary);

@@ -6,7 +6,7 @@
 #ifndef SLUICE_RESOLVE_H
 #define SLUICE_RESOLVE_H
 
-#include "sluice.h"
+#include "common.h"
 
 /* Makes conf's handle resolve through resolve.c (client.c, for every client). */
 void sluice_conf_set_resolver(rd_kafka_conf_t *conf);

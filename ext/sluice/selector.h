@@ -17,7 +17,7 @@
 #ifndef SLUICE_SELECTOR_H
 #define SLUICE_SELECTOR_H
 
-#include "sluice.h"
+#include "common.h"
 
 #include <unistd.h>
 

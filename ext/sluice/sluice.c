@@ -1,12 +1,13 @@
 /*
  * Sluice::Native — module functions and the extension's entry point. What
- * every file shares (the globals of sluice.h) is common.c's: this file only
- * sets it up, so no file depends on the one that calls every init.
+ * every file shares (the globals of common.h) is common.c's: this file only
+ * sets it up, so no file depends on the one that calls every init. It has no
+ * header: Ruby finds Init_sluice_ext by name, and nothing else here is shared.
  *
  * ext/sluice/README.md maps the native surface: which file owns what, every
  * native class and method, who calls it from Ruby and why it is native.
  */
-#include "sluice.h"
+#include "common.h"
 
 #include "init.h"
 

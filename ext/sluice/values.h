@@ -6,7 +6,7 @@
 #ifndef SLUICE_VALUES_H
 #define SLUICE_VALUES_H
 
-#include "sluice.h"
+#include "common.h"
 
 /* The C string at ary[i], which must be a String without NUL bytes. */
 const char *sluice_cstr_at(VALUE ary, long i);

@@ -22,6 +22,8 @@ module Sluice
   # __send__, they stay out of its public API.
   # @api private
   class ClientLife
+    include Clock
+
     # How long a close started from a signal handler is waited for there
     # beyond its own timeout; after that it finishes in the background.
     TRAP_GRACE = 10 # s
@@ -109,6 +111,36 @@ module Sluice
         Blocking.call(interruptible: false) { client.destroy(*destroy_args).tap { @destroyed = true } }
         yield if block_given?
       end
+    end
+
+    # The close's deadline
+
+    # A close begins: timeout_ms (nil: no bound) from now is the deadline
+    # every wait it can reach takes, on its own thread or another's (a
+    # transaction being opened or ended, a concurrent read's running blocks),
+    # so the close as a whole keeps its timeout. A later close keeps the first one's.
+    # @return [Float, nil] the deadline (Clock#now), nil without one
+    def begin_close(timeout_ms)
+      @close_began ||= [now, timeout_ms]
+      deadline
+    end
+
+    # When the close that began must be done, or (share below 1) when that
+    # share of its timeout is spent. nil: no close began, or it has no bound.
+    # @return [Float, nil] a Clock#now value
+    def deadline(share = 1)
+      began, timeout_ms = @close_began
+      began + (timeout_ms * share / 1000.0) if timeout_ms
+    end
+
+    # A close gave up waiting and raised: the one made later starts its own deadline.
+    def close_abandoned = @close_began = nil
+
+    # How long (ms) one wait may take: cap, or less once a close began whose
+    # deadline comes first (at least 1: librdkafka takes 0 as "no wait").
+    def wait_ms(cap)
+      limit = deadline
+      limit ? [ms_until(limit), cap].min.clamp(1, nil) : cap
     end
 
     # The close paths

@@ -47,6 +47,10 @@ module Sluice
     # The consumer is closed (or closing).
     ConsumerClosedError = Class.new(ClientClosedError)
 
+    # A close from another thread met a reader whose own block outlived its
+    # timeout: the consumer is still open, and closes when the reader returns.
+    ConsumerCloseTimeoutError = Class.new(BaseError)
+
     # The producer or consumer was created in another process: a forked child
     # must create its own. (A ProducerClosedError, as it always was.)
     ForkedProcessError = Class.new(ProducerClosedError)

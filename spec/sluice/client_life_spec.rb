@@ -164,6 +164,22 @@ RSpec.describe Sluice::ClientLife do
     end
   end
 
+  # One deadline per close (issue 53, item 1): what every wait of the close, on any thread, takes.
+  it "keeps the first close's deadline, and caps each wait by what is left of it" do
+    life = Sluice::ClientLife.new(Object.new, kind: :admin, id: "deadline-1", monitor: nil, poller: poller)
+    expect([life.deadline, life.wait_ms(500)]).to eq([nil, 500]) # no close: waits as asked
+
+    deadline = life.begin_close(10_000)
+    expect(life.begin_close(60_000)).to eq(deadline) # a later close keeps the first one's
+    expect(life.deadline(0.5)).to be_within(0.001).of(deadline - 5)
+    expect(life.wait_ms(500)).to eq(500)
+    expect(life.wait_ms(60_000)).to be_between(9_900, 10_000)
+
+    life.close_abandoned
+    life.begin_close(1)
+    expect(life.wait_ms(500)).to eq(1) # spent: the least librdkafka takes as a wait (0 is "no wait")
+  end
+
   it "registers nothing when the native client refuses the settings" do
     native.refuse = true
 

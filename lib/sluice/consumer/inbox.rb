@@ -344,6 +344,13 @@ module Sluice
         @client.wake_messages
       end
 
+      # A concurrent each_message reads (ParallelReading).
+      def concurrent? = !@workers.nil?
+
+      # A close began: a concurrent read's wait for its running blocks takes
+      # the close's deadline (ParallelReading#close_began). Safe from a signal handler.
+      def close_began = @workers&.close_began
+
       # Serves the queue until librdkafka finished leaving the group (after
       # Native::Consumer#close_begin): rebalances answered, messages dropped.
       def serve_until_closed(deadline)

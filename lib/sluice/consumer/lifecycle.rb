@@ -21,10 +21,17 @@ module Sluice
       # ConsumerClosedError. Idempotent. Called inside each_message's block
       # (any of them with concurrency:), from a listener while another thread
       # reads, or from a signal handler that interrupted the reader, it takes
-      # effect when the reader returns.
-      # @param timeout [Integer] ms for the reader to return, and ms for committing and leaving the group
+      # effect when the reader returns. The timeout counts from the call
+      # (from the reader's return when called inside a one-at-a-time read's
+      # block, or a signal handler that interrupted its reader): a concurrent
+      # read's running blocks get half of it, then are killed (as past
+      # finish_within) and what they did not finish is handed out again.
+      # @param timeout [Integer] ms for all of it: the reader's return, committing, leaving the group
       # @return [nil]
       # @raise [ArgumentError] timeout is not a positive number of ms
+      # @raise [Errors::ConsumerCloseTimeoutError] from another thread, the
+      #   reader's own block (concurrency 1, each_batch) did not return within
+      #   timeout: the consumer is still open, and closes when it returns
       def close(timeout: @config.max_wait_timeout)
         unless timeout.is_a?(Numeric) && timeout.positive?
           raise ArgumentError,
@@ -35,8 +42,12 @@ module Sluice
         return close_from_trap(timeout) if Blocking.trap_context?
 
         @inbox.stop
-        return defer_close(timeout) if close_later?(timeout)
+        return defer_close(timeout) if in_own_block?
 
+        begin_close(timeout)
+        return defer_close(timeout) if close_later?
+
+        wait_for_reader(timeout)
         close_now(timeout)
       end
 
@@ -59,15 +70,37 @@ module Sluice
 
       def detach = @inbox.shut
 
-      # Inside the reader's own block (it returns after this message), inside
-      # a concurrent each_message's block (the read waits for that block before
-      # it returns), or on a polling thread, which must not wait for a reader
-      # that may wait for it.
-      def close_later?(timeout)
-        return false unless @inbox.reading?
-        return true if @inbox.reader?(Fiber.current) || @inbox.in_parallel_block? || Polling.thread?
+      # The close's one deadline starts: a concurrent read's wait for its
+      # running blocks takes it, even one under way.
+      def begin_close(timeout)
+        @life.begin_close(timeout)
+        @inbox.close_began
+      end
 
-        !@inbox.wait_idle(timeout / 1000.0)
+      # The caller is the reader of a one-at-a-time read (in its block, or a
+      # signal handler that interrupted it): the close happens when it
+      # returns, and its deadline starts then.
+      def in_own_block? = @inbox.reader?(Fiber.current) && !@inbox.concurrent?
+
+      # The reader of a concurrent each_message (a listener it runs), inside
+      # one of its blocks (the read waits for that block before it returns),
+      # or on a polling thread, which must not wait for a reader that may
+      # wait for it.
+      def close_later? = @inbox.reading? && (@inbox.reader?(Fiber.current) || @inbox.in_parallel_block? || Polling.thread?)
+
+      # Another thread reads: it returns once its running blocks finished or
+      # were killed (ParallelReading), unless it runs a block itself. One that
+      # outlives the close's deadline makes the close raise (it would leave
+      # the consumer open in silence) and close when it returns, with a
+      # deadline of its own.
+      def wait_for_reader(timeout)
+        return if @inbox.wait_idle([@life.deadline - now, 0].max)
+
+        @life.close_abandoned
+        defer_close(timeout)
+        raise Errors::ConsumerCloseTimeoutError,
+              "consumer #{@id}: its reader did not return within the close timeout (#{timeout} ms), its block still runs; " \
+              "the consumer stays open and closes when the reader returns"
       end
 
       def defer_close(timeout)
@@ -80,7 +113,8 @@ module Sluice
       end
 
       def close_now(timeout)
-        @life.close_under_lock { shut_down(timeout) }
+        @life.begin_close(timeout) # kept when it began before the reader returned
+        @life.close_under_lock { shut_down }
         nil
       end
 
@@ -93,9 +127,9 @@ module Sluice
         nil
       end
 
-      def shut_down(timeout)
-        deadline = now + (timeout / 1000.0)
-        leave_group(deadline) if quiet?(timeout)
+      def shut_down
+        deadline = @life.deadline
+        leave_group(deadline) if quiet?(ms_until(deadline).clamp(1, nil))
         @life.disconnect(@state, @client, [ms_until(deadline), DESTROY_GRACE].max)
       end
 
@@ -126,12 +160,21 @@ module Sluice
       # a Mutex, and may have interrupted code that holds one we need. When
       # it interrupted the reader, a closer thread would wait for the reader
       # to return, which waits for this handler: the close happens when the
-      # reader returns instead, as from the reader's own block.
+      # reader returns instead, as from the reader's own block. A reader's
+      # block that outlives the timeout is reported, not raised: the handler's
+      # join would raise it into whatever code the signal interrupted.
       def close_from_trap(timeout)
         @inbox.stop
+        return defer_close(timeout) if in_own_block?
+
+        begin_close(timeout) # a concurrent read's blocks take its deadline, even when the reader was interrupted
         return defer_close(timeout) if @inbox.reader?(Fiber.current)
 
-        @life.close_on_own_thread(timeout) { close(timeout: timeout) }
+        @life.close_on_own_thread(timeout) do
+          close(timeout: timeout)
+        rescue Errors::ConsumerCloseTimeoutError => e
+          close_error(e)
+        end
       end
     end
   end

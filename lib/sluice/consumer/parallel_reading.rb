@@ -20,6 +20,9 @@ module Sluice
     #   are waited for (at most finish_within), so their offsets are committed
     #   before the partitions go; messages of the revoked partitions not started
     #   are dropped, and a block that outlives the wait stores nothing;
+    # - a close: as a stop, but running blocks are waited for only until half
+    #   of the close's timeout is spent, and killed ones until three quarters,
+    #   so the close commits what finished and leaves the group in the rest;
     # - an exception in the reader (Timeout, Thread#raise, Thread#kill,
     #   Async's Task#stop, a consumer error): running blocks are killed
     #   (threads) or stopped (fibers: FiberPool) and nothing more is stored:
@@ -31,6 +34,11 @@ module Sluice
       TAKE_WAIT = 50
       # Offsets of finished blocks are stored at least this often (s), not on every message.
       STORE_EVERY = 0.1
+      # Share of a close's timeout (ClientLife#deadline) running blocks are
+      # waited for; the rest commits what finished and leaves the group.
+      BLOCKS_SHARE = 0.5
+      # Share of it by which killed blocks (Workers#stop) are waited for.
+      KILL_SHARE = 0.75
       # With auto commit, what was stored is also committed at most this often
       # (s), as often as it is stored, not only every auto.commit.interval.ms
       # (5 s by default): a crash reads again at most this much finished work
@@ -43,17 +51,20 @@ module Sluice
       # @param rewind [#call] Consumer#rewind: partitions back to these messages
       # @param instrument [#call] Consumer#instrument
       # @param shares [PartitionShares] each partition's share of max_buffered
+      # @param close_deadline [#call] (share) ClientLife#deadline: nil until a close began
       # @param commit [Boolean] commit what is stored every COMMIT_EVERY (auto commit)
       def initialize(inbox:, rewind:, instrument:, shares:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:,
-                     commit: false)
+                     close_deadline: ->(_share) {}, commit: false)
         @inbox = inbox
+        @close_deadline = close_deadline
         @rewind = rewind
         @shares = shares
         @instrument = instrument
         @max_buffered = max_buffered
         @max_buffered_bytes = max_buffered_bytes
         @finish_within = finish_within / 1000.0
-        @work = { count: concurrency, ordering: ordering, block: block, stopped: inbox.method(:stopped?) }
+        @work = { count: concurrency, ordering: ordering, block: block, stopped: inbox.method(:stopped?),
+                  cutoff: -> { close_deadline.call(BLOCKS_SHARE) } }
         @failure = nil
         @stored_at = @committed_at = now
         @commit = commit
@@ -71,9 +82,12 @@ module Sluice
       ensure
         @inbox.track_finished(false)
         @inbox.workers = nil
-        @workers&.stop
+        @workers&.stop(kill_wait)
         @shares.resume_all
       end
+
+      # Inbox: a close began; a wait for running blocks under way takes its deadline.
+      def close_began = @workers&.wake
 
       # @return [Boolean] the caller runs one of the blocks (on a worker's thread or fiber)
       def in_block? = @workers.current?
@@ -123,6 +137,12 @@ module Sluice
           message = @inbox.take(TAKE_WAIT)
           @workers.add(message) if message && !@shares.take_back?(message, @workers.waiting_in(message.topic, message.partition))
         end
+      end
+
+      # How long (s) killed blocks are waited for: Workers::KILL_WAIT, less when a close's share ends first.
+      def kill_wait
+        limit = @close_deadline.call(KILL_SHARE)
+        limit ? (limit - now).clamp(0, Workers::KILL_WAIT) : Workers::KILL_WAIT
       end
 
       # The bound: a message larger than the byte bound still goes when nothing else waits.

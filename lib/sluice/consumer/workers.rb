@@ -26,10 +26,12 @@ module Sluice
       class Stop < Exception; end # rubocop:disable Lint/InheritException -- see above
 
       # @param stopped [#call] true once the read was stopped: nothing starts then
-      def initialize(count:, ordering:, block:, stopped:)
+      # @param cutoff [#call] when #settle stops waiting whatever its seconds (a Clock#now value; nil: never)
+      def initialize(count:, ordering:, block:, stopped:, cutoff: -> {})
         @lanes = Lanes.new(ordering)
         @block = block
         @read_stopped = stopped
+        @cutoff = cutoff
         @lock = Mutex.new
         @work = ConditionVariable.new # a worker waits for a message it may start
         @change = ConditionVariable.new # the reader waits for a block to end
@@ -95,20 +97,29 @@ module Sluice
         end
       end
 
-      # Waits (at most seconds) for every running block to end; holds first.
+      # Waits (at most seconds, and not past the cutoff) for every running
+      # block to end; holds first.
       # @return [Boolean] none runs
       def settle(seconds)
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
         @lock.synchronize do
           @held = true
           while @running.positive?
-            left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+            left = [deadline, @cutoff.call].compact.min - Process.clock_gettime(Process::CLOCK_MONOTONIC)
             return false unless left.positive?
 
             Blocking.wait(@change, @lock, left)
           end
         end
         true
+      end
+
+      # The cutoff moved (a close began): a #settle under way waits for it.
+      # A signal handler may not lock: its wake-up may come before the wait.
+      def wake
+        return @change.broadcast if Blocking.trap_context?
+
+        @lock.synchronize { @change.broadcast }
       end
 
       # Messages not started on these partitions are forgotten (revoked).
@@ -121,13 +132,13 @@ module Sluice
       # Ends every worker: waiting ones at once; running ones killed (a
       # thread: Thread#kill) or stopped (a fiber: Stop raised where it waits;
       # see FiberPool), their blocks interrupted as Timeout would interrupt
-      # them, and waits for them to end, bounded: a block's ensure may not return.
-      def stop
+      # them, and waits for them to end, at most seconds: a block's ensure may not return.
+      def stop(seconds = KILL_WAIT)
         @lock.synchronize do
           @stopping = true
           @work.broadcast
         end
-        @pool.stop(KILL_WAIT)
+        @pool.stop(seconds)
       end
 
       private

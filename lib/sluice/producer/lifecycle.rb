@@ -98,7 +98,8 @@ module Sluice
         # for this very thread, and finishes as soon as the callback returns.
         return if @life.busy_on_poller?
 
-        @life.close_under_lock { shut_down(timeout, interrupted) unless @client.forked? }
+        @life.begin_close(timeout) # before the lock: a transaction of another thread bounds its waits by it
+        @life.close_under_lock { shut_down(interrupted) unless @client.forked? }
         nil
       end
 
@@ -111,8 +112,8 @@ module Sluice
         @life.close_on_own_thread(timeout || @config.max_wait_timeout) { close_now(timeout, interrupted: interrupted) }
       end
 
-      def shut_down(timeout, interrupted)
-        deadline = timeout && now + (timeout / 1000.0)
+      def shut_down(interrupted)
+        deadline = @life.deadline
         @transactions.settle(deadline, interrupted)
         unsent = @buffering.flush_at_close
         purged_before = @state.purged

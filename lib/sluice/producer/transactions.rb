@@ -21,7 +21,7 @@ module Sluice
     # its client's authentication failure.
     # @api private
     class Transactions
-      include Clock
+      include SlicedCalls # and Clock
 
       # Commits tried when librdkafka refuses one as retriable at once.
       COMMIT_ATTEMPTS = 3
@@ -85,7 +85,7 @@ module Sluice
         # per partition, the offset after its last message
         last = Array(messages).group_by { |m| [m.topic, m.partition] }.transform_values { |list| list.map(&:offset).max }
         offsets = last.map { |(topic, partition), offset| [topic, partition, offset + 1] }
-        transactional(:send_offsets_to_transaction, consumer.native, offsets, call_timeout)
+        transactional(:send_offsets_to_transaction, consumer.native, offsets, @life.wait_ms(call_timeout))
       end
 
       # @return [Boolean] inside a transaction block of this fiber
@@ -100,24 +100,24 @@ module Sluice
       # close: waits (until deadline) for the open transaction of another fiber
       # to end, then takes it over and aborts it, so none stays open on the
       # broker, and finishes a commit or abort that timed out. One being
-      # opened or ended is waited for: its librdkafka call is under way
-      # (bounded by call_timeout). A transaction of the thread a signal
-      # handler interrupted cannot end while we wait: open, it is taken over
-      # at once; being opened or ended, it is left to that thread.
+      # opened or ended gets one INIT_SLICE more (its calls end by the
+      # deadline: ClientLife#wait_ms), then is left (destroy waits for a call). A transaction of the thread a signal handler interrupted
+      # cannot end while we wait: open, it is taken over at once; being opened
+      # or ended, it is left to that thread.
       def settle(deadline, interrupted)
         txn = @lock.synchronize do
-          while (open = @current)
-            # The interrupted thread's transaction cannot move while we wait: that thread runs the handler waiting for us.
-            break if open.thread.equal?(interrupted) || (open.state == :open && deadline && now >= deadline)
+          # The interrupted thread's transaction cannot move while we wait: that thread runs the handler waiting for us.
+          while (open = @current) && !open.thread.equal?(interrupted)
+            left = deadline && (deadline + (open.state == :open ? 0 : INIT_SLICE / 1000.0) - now)
+            break if left && left <= 0
 
-            left = open.state == :open && deadline ? deadline - now : nil
             @changed.wait(@lock, left)
           end
           # One being ended by the interrupted thread is left to it: it goes on when the handler returns (and finds us closed).
           open.tap { |t| t.state = :aborted } if open&.state == :open
         end
-        abort_transaction(txn, raise_errors: false, timeout_ms: call_timeout_within(deadline)) if txn
-        finish_unfinished(call_timeout_within(deadline), raise_errors: false) if @unfinished
+        abort_transaction(txn, raise_errors: false) if txn # within the close's deadline: ClientLife#wait_ms
+        finish_unfinished(@life.wait_ms(call_timeout), raise_errors: false) if @unfinished
       end
 
       private
@@ -126,9 +126,6 @@ module Sluice
       def client = @producer.client
 
       def config = @producer.config
-
-      # What is left until close's deadline, at most call_timeout (at least 1 ms: librdkafka takes 0 as "no wait").
-      def call_timeout_within(deadline) = deadline ? ms_until(deadline).clamp(1, call_timeout) : call_timeout
 
       def run_transaction(txn)
         open_transaction(txn)
@@ -198,22 +195,21 @@ module Sluice
         @monitor.instrument("transaction.started", producer_id: @id)
       end
 
-      # In slices (librdkafka lets a timed-out init_transactions be called
-      # again): a broker that refuses the credentials would make an unbounded
-      # one wait forever.
       # init_transactions in slices of INIT_SLICE, so an authentication
       # failure ends it at once, within librdkafka's own bound for one call
       # (twice transaction.timeout.ms). A slice that ran out, or a retriable
       # refusal (a fresh cluster's coordinator still loading), is tried again:
-      # one call would have retried those itself.
+      # one call would have retried those itself. A close of another thread
+      # stops it between slices (each ends by the close's deadline).
       def prepare_transactions
         return if @ready
 
         deadline = now + (2 * transaction_timeout / 1000.0)
         begin
-          transactional(:init_transactions, INIT_SLICE)
+          transactional(:init_transactions, @life.wait_ms(INIT_SLICE))
         rescue Errors::TransactionError => e
           raise unless (e.code == :timed_out || e.kafka_error.retryable?) && !e.fatal? && now < deadline
+          raise Errors::ProducerClosedError, "producer #{@id} was closed while this transaction began" if @life.closing_elsewhere?
 
           failure = @auth_failure.call
           raise Errors::AuthenticationError, failure if failure
@@ -269,7 +265,7 @@ module Sluice
         attempts = 0
         txn&.commit_sent = true
         begin
-          transactional(:commit_transaction, ms_until(deadline).clamp(1, COMMIT_SLICE), unfinished: :commit)
+          transactional(:commit_transaction, @life.wait_ms(ms_until(deadline).clamp(1, COMMIT_SLICE)), unfinished: :commit)
           committed
         rescue Errors::TransactionError => e
           raise_closed_while_committing if @unfinished && @life.closing_elsewhere? # it waits for this transactional call
@@ -297,10 +293,11 @@ module Sluice
               "producer #{@id} was closed while this transaction committed: the commit was left unfinished, and may still commit"
       end
 
-      # Within timeout_ms (an abort that timed out is unfinished, as a commit).
+      # Within timeout_ms, in slices of COMMIT_SLICE as a commit (an abort
+      # that timed out is unfinished, as a commit).
       def abort_transaction(txn, raise_errors:, timeout_ms: call_timeout)
         wait_for_first_delivery(txn)
-        transactional(:abort_transaction, [timeout_ms, 1].max, unfinished: :abort)
+        in_slices(now + (timeout_ms / 1000.0), COMMIT_SLICE) { |ms| transactional(:abort_transaction, ms, unfinished: :abort) }
         @begun_at = nil
         @monitor.instrument("transaction.aborted", producer_id: @id)
       rescue Errors::BaseError => e
@@ -330,7 +327,7 @@ module Sluice
         timeout = config.wait_timeout_on_transaction_abort
         return unless timeout.positive? && (handle = txn&.first_handle)
 
-        handle.wait(max_wait_timeout: timeout, raise_response_error: false)
+        handle.wait(max_wait_timeout: @life.wait_ms(timeout), raise_response_error: false)
       rescue Errors::WaitTimeoutError
         nil # best effort: abort anyway
       end

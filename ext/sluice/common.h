@@ -1,16 +1,16 @@
 /*
- * What every file of the sluice native driver shares (common.c defines it;
- * Init_sluice_ext, in sluice.c, sets it up): Ruby, librdkafka, the
- * Sluice and Sluice::Native modules, the error classes, the fork check, pipes
- * and the clock. Each other concern has a header of its own (README.md).
+ * What every file of the sluice native driver shares (common.c defines it,
+ * the inline fork check included; Init_sluice_ext, in sluice.c, sets it up):
+ * Ruby, librdkafka, the Sluice and Sluice::Native modules, the error classes,
+ * the fork check, pipes and the clock. Each other concern has a header of its own (README.md).
  *
  * The extension is a thin driver: it owns librdkafka handles, queues, pipes and
  * the selector, and runs the hot loops (produce, drain a queue, wait on many
  * fds). Policy — when to poll, lifecycles, instrumentation, error wording —
  * lives in Ruby (lib/sluice).
  */
-#ifndef SLUICE_H
-#define SLUICE_H
+#ifndef SLUICE_COMMON_H
+#define SLUICE_COMMON_H
 
 #include <ruby.h>
 #include <ruby/thread.h>
