@@ -394,7 +394,7 @@ static void *committed_nogvl(void *p) {
 
 static void release_committed_list(void *p) { rd_kafka_topic_partition_list_destroy(((struct committed_args *)p)->list); }
 
-static VALUE committed(VALUE self, VALUE partitions, VALUE timeout, VALUE (*to_ary)(const rd_kafka_topic_partition_list_t *)) {
+static VALUE fetch_committed(VALUE self, VALUE partitions, VALUE timeout, VALUE (*to_ary)(const rd_kafka_topic_partition_list_t *)) {
     client_t *c = sluice_consumer_open(self);
     int timeout_ms = NUM2INT(timeout);
     struct committed_args a = {c, sluice_partitions_from(partitions), timeout_ms, 0};
@@ -407,12 +407,12 @@ static VALUE committed(VALUE self, VALUE partitions, VALUE timeout, VALUE (*to_a
 
 /* #committed([[topic, partition], ...], timeout_ms) -> [error_code, [[topic, partition, offset, err], ...]] */
 static VALUE consumer_committed(VALUE self, VALUE partitions, VALUE timeout) {
-    return committed(self, partitions, timeout, sluice_partitions_to_ary);
+    return fetch_committed(self, partitions, timeout, sluice_partitions_to_ary);
 }
 
 /* #committed_metadata([[topic, partition], ...], timeout_ms) -> [error_code, [[topic, partition, offset, metadata or nil], ...]] */
 static VALUE consumer_committed_metadata(VALUE self, VALUE partitions, VALUE timeout) {
-    return committed(self, partitions, timeout, sluice_partitions_to_ary_with_metadata);
+    return fetch_committed(self, partitions, timeout, sluice_partitions_to_ary_with_metadata);
 }
 
 struct watermark_args {
