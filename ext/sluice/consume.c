@@ -295,6 +295,19 @@ static VALUE consumer_store_offset(VALUE self, VALUE message) {
     return Qnil;
 }
 
+/*
+ * #store_positions([[topic, partition, offset, metadata or nil], ...]) —
+ * stores these offsets with their metadata (Consumer::FinishedOffsets: what
+ * finished above the offset). Partitions no longer assigned are skipped.
+ */
+static VALUE consumer_store_positions(VALUE self, VALUE positions) {
+    client_t *c = sluice_consumer_open(self);
+    rd_kafka_topic_partition_list_t *list = sluice_partitions_from(positions);
+    if (list->cnt > 0) rd_kafka_offsets_store(c->rk, list); /* per-partition errors: not assigned any more */
+    rd_kafka_topic_partition_list_destroy(list);
+    return Qnil;
+}
+
 struct commit_args {
     client_t *c;
     rd_kafka_topic_partition_list_t *list;
@@ -381,16 +394,25 @@ static void *committed_nogvl(void *p) {
 
 static void release_committed_list(void *p) { rd_kafka_topic_partition_list_destroy(((struct committed_args *)p)->list); }
 
-/* #committed([[topic, partition], ...], timeout_ms) -> [error_code, [[topic, partition, offset, err], ...]] */
-static VALUE consumer_committed(VALUE self, VALUE partitions, VALUE timeout) {
+static VALUE fetch_committed(VALUE self, VALUE partitions, VALUE timeout, VALUE (*to_ary)(const rd_kafka_topic_partition_list_t *)) {
     client_t *c = sluice_consumer_open(self);
     int timeout_ms = NUM2INT(timeout);
     struct committed_args a = {c, sluice_partitions_from(partitions), timeout_ms, 0};
     sluice_gate_enter(c, committed_nogvl, &a, NULL, NULL, release_committed_list);
-    VALUE out = rb_ary_new_from_args(2, INT2FIX(a.err), sluice_partitions_to_ary(a.list));
+    VALUE out = rb_ary_new_from_args(2, INT2FIX(a.err), to_ary(a.list));
     release_committed_list(&a);
     sluice_gate_leave(c);
     return out;
+}
+
+/* #committed([[topic, partition], ...], timeout_ms) -> [error_code, [[topic, partition, offset, err], ...]] */
+static VALUE consumer_committed(VALUE self, VALUE partitions, VALUE timeout) {
+    return fetch_committed(self, partitions, timeout, sluice_partitions_to_ary);
+}
+
+/* #committed_metadata([[topic, partition], ...], timeout_ms) -> [error_code, [[topic, partition, offset, metadata or nil], ...]] */
+static VALUE consumer_committed_metadata(VALUE self, VALUE partitions, VALUE timeout) {
+    return fetch_committed(self, partitions, timeout, sluice_partitions_to_ary_with_metadata);
 }
 
 struct watermark_args {
@@ -522,6 +544,8 @@ void sluice_init_consume(VALUE klass) {
     rb_define_method(klass, "store_offset", consumer_store_offset, 1);
     rb_define_method(klass, "commit", consumer_commit, -1);
     rb_define_method(klass, "committed", consumer_committed, 2);
+    rb_define_method(klass, "committed_metadata", consumer_committed_metadata, 2);
+    rb_define_method(klass, "store_positions", consumer_store_positions, 1);
     rb_define_method(klass, "watermarks", consumer_watermarks, 3);
     rb_define_method(klass, "pause", consumer_pause, 1);
     rb_define_method(klass, "resume", consumer_resume, 1);

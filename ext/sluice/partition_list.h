@@ -8,9 +8,11 @@
 
 #include "common.h"
 
-/* [[topic, partition], ...] or [[topic, partition, offset], ...] -> a new list (the caller destroys it). */
+/* [[topic, partition(, offset(, metadata))], ...] -> a new list (the caller destroys it). */
 rd_kafka_topic_partition_list_t *sluice_partitions_from(VALUE ary);
 /* A list (or NULL) -> [[topic, partition, offset, error_code], ...] */
 VALUE sluice_partitions_to_ary(const rd_kafka_topic_partition_list_t *list);
+/* A list (or NULL) -> [[topic, partition, offset, metadata or nil], ...] */
+VALUE sluice_partitions_to_ary_with_metadata(const rd_kafka_topic_partition_list_t *list);
 
 #endif

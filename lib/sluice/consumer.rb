@@ -406,7 +406,7 @@ module Sluice
                  PartitionShares::None
                end
       reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), shares: shares, block: block,
-                                    close_deadline: @life.method(:deadline), **settings.to_h)
+                                    close_deadline: @life.method(:deadline), commit: @config.auto_commit?, **settings.to_h)
       @inbox.reading { reading.run }
       nil
     end

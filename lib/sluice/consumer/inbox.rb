@@ -250,11 +250,51 @@ module Sluice
 
       # Stores the offsets of what was processed (before a commit, a revoke,
       # close). Not what poll(store: true) handed: the application has not read again.
+      # What is done above a partition's lowest unfinished message goes in the
+      # stored offset's metadata (Ledger#finished_above), for a concurrent read.
+      # @return [Boolean] something was stored
       def store_processed
-        return unless @ledger.done?
+        return false unless @ledger.done?
 
         ready = @ledger.storable!
         @client.store_offsets(ready, ready.size) unless ready.empty?
+        held = @ledger.finished_above(ready)
+        @client.store_positions(held) unless held.empty?
+        !(ready.empty? && held.empty?)
+      end
+
+      # Commits what is stored, without waiting (ParallelReading::COMMIT_EVERY).
+      def commit_stored = @client.commit(nil, true)
+
+      # A concurrent read keeps what finished above each partition's lowest
+      # unfinished message (see #store_processed).
+      # The partitions assigned before it began are learned of now (#learn_finished).
+      def track_finished(tracking)
+        @ledger.tracking = tracking && Inbox.finished_metadata?
+        learn_finished(@client.assignment.map { |topic, partition| [topic, partition] }) if @ledger.tracking?
+      end
+
+      # librdkafka stores an offset's metadata with it since 2.2 (rd_kafka_offsets_store); before, it drops it.
+      def self.finished_metadata?
+        return @finished_metadata unless @finished_metadata.nil?
+
+        @finished_metadata = Gem::Version.new(Sluice.librdkafka_version) >= Gem::Version.new("2.2")
+      end
+
+      # Messages an earlier member finished above the committed offsets of
+      # these partitions are skipped (FinishedOffsets): read from the group
+      # once per assignment, by a concurrent read (its start, a rebalance
+      # during it); a failure skips nothing.
+      def learn_finished(pairs)
+        pairs = @ledger.unlearned(pairs)
+        return if pairs.empty? || !@ledger.tracking?
+
+        error, offsets = Blocking.call { @client.committed_metadata(pairs, @seek_timeout_ms) }
+        return unless error.zero?
+
+        offsets.each do |topic, partition, offset, metadata|
+          @ledger.skip(topic, partition, offset, FinishedOffsets.decode(metadata, offset))
+        end
       end
 
       # Drops what was fetched, not handed out, for these [topic, partition] pairs.
@@ -566,13 +606,7 @@ module Sluice
       #   messages not handed out yet are dropped)
       def control(item, deadline = nil)
         case item.first
-        when :rebalance
-          @workers&.before_revoke unless item[1] == :assign
-          store_processed # what was processed is committed before partitions go
-          given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
-          drop(given_up, lent: true)
-          @workers&.after_rebalance(given_up)
-          given_up
+        when :rebalance then rebalance(item, deadline)
         when :error
           error = KafkaError.new(item[1], item[2], fatal: item[3])
           @refused_error = @auth_watch.observe(error) || @refused_error
@@ -585,6 +619,16 @@ module Sluice
         else
           EMPTY
         end
+      end
+
+      def rebalance(item, deadline)
+        @workers&.before_revoke unless item[1] == :assign
+        store_processed # what was processed is committed before partitions go
+        given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
+        learn_finished(item[2].map { |topic, partition| [topic, partition] }) if item[1] == :assign
+        drop(given_up, lent: true)
+        @workers&.after_rebalance(given_up)
+        given_up
       end
 
       # Until the deadline, and at most half of max.poll.interval.ms: the

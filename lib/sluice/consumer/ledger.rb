@@ -30,6 +30,12 @@ module Sluice
     # costs at most a message handed out twice or an offset stored later,
     # never one skipped: a message is added to its new place before it leaves
     # its old one, and an offset is forgotten before it would be stored.
+    #
+    # What is done and held back is not lost to a crash: #finished_above
+    # names it, per partition, for the stored offset's metadata
+    # (FinishedOffsets), and a member that reads the partition next is told
+    # of it (#skip): those messages go straight to done when drained, as if
+    # their blocks had run again.
     class Ledger
       # Nothing (shared, frozen).
       EMPTY = [].freeze
@@ -57,6 +63,11 @@ module Sluice
         @lent = []
         @handed = []
         @done = []
+        @bases = {} # [topic, partition] => the offset last stored (or committed at assignment)
+        @skips = {} # [topic, partition] => { offset => true }: finished by an earlier member
+        @learned = {} # [topic, partition] => true: #skip was told of it
+        @tracking = false # see #tracking=
+        @skipped = false # a message was skipped (done) while lower ones may still be buffered
         @storing_lease = [@lent, @handed].freeze
         @plain_lease = [@lent, nil].freeze
       end
@@ -101,14 +112,64 @@ module Sluice
       # A new buffer, once the old one was handed out.
       # @param items [Array] messages and control items, in the order drained
       def fill(items)
-        @items = items
+        @items = @skips.empty? ? items : skipping(items)
         @at = 0
       end
 
       # One more item at the end of the buffer.
       def append(item)
+        return if !@skips.empty? && skipping([item]).empty?
+
         @items = @items[@at..] << item
         @at = 0
+      end
+
+      # An earlier member finished these offsets of a partition above its
+      # committed offset (FinishedOffsets): drained, they go straight to done.
+      # @param committed [Integer] the partition's committed offset (where the
+      #   metadata is stored again while nothing lower is done: see #finished_above)
+      def skip(topic, partition, committed, offsets)
+        pair = [topic, partition]
+        @learned[pair] = true
+        @bases[pair] = committed if committed >= 0
+        @skips[pair] = offsets.to_h { |offset| [offset, true] } unless offsets.empty?
+      end
+
+      # Keeps what #finished_above needs (the offset each partition stored
+      # last): a concurrent read's, whose blocks finish out of order; other
+      # reads do not pay for it.
+      attr_writer :tracking
+
+      # (see #tracking=)
+      def tracking? = @tracking
+
+      # Those of the partitions #skip was not told of since they were assigned.
+      # @param pairs [Array<Array(String, Integer)>]
+      def unlearned(pairs) = pairs.reject { |pair| @learned[pair] }
+
+      # The offsets to store again with metadata: for each partition with done
+      # messages held back above its lowest unfinished one, [topic, partition,
+      # base, metadata], where base is the offset stored last (by #storable!'s
+      # caller: the offset after its highest ready message, remembered here)
+      # or committed at assignment, and metadata names the held offsets
+      # (FinishedOffsets). Partitions with no base known, or with an
+      # unfinished message below it (a seek back), are left out.
+      # @param ready [Array<Message>] what #storable! returned just before
+      # @return [Array<Array(String, Integer, Integer, String)>]
+      def finished_above(ready)
+        return EMPTY unless @tracking
+
+        note_stored(ready)
+        return EMPTY if @done.empty?
+
+        floors = lowest(unfinished)
+        @done.group_by { |message| partition_of(message) }.filter_map do |(topic, partition), held|
+          base = @bases[[topic, partition]] or next
+          next if (floor = floors[[topic, partition]]) && floor < base # a seek went back below it: not stored past that
+
+          metadata = FinishedOffsets.encode(base, held.map(&:offset)) or next
+          [topic, partition, base, metadata]
+        end
       end
 
       # The application finished message: done, then no longer lent (an
@@ -154,13 +215,14 @@ module Sluice
       def storable!
         return EMPTY if @done.empty?
 
-        if @lent.empty? && @handed.empty?
+        @skipped = false if @skipped && !buffered?
+        if @lent.empty? && @handed.empty? && !@skipped
           ready = @done
           @done = []
           return ready
         end
 
-        floors = lowest(@handed.empty? ? @lent : @lent + @handed)
+        floors = lowest(unfinished)
         ready, @done = @done.partition { |message| (floor = floors[partition_of(message)]).nil? || message.offset < floor }
         ready
       end
@@ -211,11 +273,7 @@ module Sluice
       #   dropped offset (partitions with nothing dropped are left out)
       def drop(partitions, lent: false)
         gone = partitions.to_h { |topic, partition| [[topic, partition], true] }
-        if lent
-          forget_done { |message| gone[partition_of(message)] }
-          @lent.reject! { |message| gone[partition_of(message)] } unless @lent.empty?
-          @handed.reject! { |message| gone[partition_of(message)] } unless @handed.empty?
-        end
+        forget_partitions(gone) if lent
         return {} unless buffered?
 
         firsts = {}
@@ -254,6 +312,46 @@ module Sluice
       private
 
       def partition_of(message) = [message.topic, message.partition]
+
+      # items without the messages an earlier member finished: those are done
+      # (their offsets stored in turn), each skipped once.
+      def skipping(items)
+        items.reject do |item|
+          next false unless item.is_a?(Message) && (skips = @skips[pair = partition_of(item)]) && skips.delete(item.offset)
+
+          @skips.delete(pair) if skips.empty?
+          @skipped = true
+          @done << item
+        end
+      end
+
+      # Each partition's offset stored from ready (the one after its highest).
+      def note_stored(ready)
+        ready.each do |message|
+          pair = partition_of(message)
+          @bases[pair] = message.offset + 1 if (@bases[pair] || -1) <= message.offset
+        end
+      end
+
+      # What holds a done offset back: lent and handed messages, and buffered
+      # ones while a skipped message (done as drained) may be above them.
+      def unfinished
+        held = @handed.empty? ? @lent : @lent + @handed
+        @skipped ? held + @items.drop(@at).grep(Message) : held
+      end
+
+      # Partitions revoked (or the assignment replaced): what is lent, handed
+      # and done of them, and what was known of their offsets, is not ours any more.
+      def forget_partitions(gone)
+        forget_done { |message| gone[partition_of(message)] }
+        @lent.reject! { |message| gone[partition_of(message)] } unless @lent.empty?
+        @handed.reject! { |message| gone[partition_of(message)] } unless @handed.empty?
+        gone.each_key do |pair|
+          @bases.delete(pair)
+          @skips.delete(pair)
+          @learned.delete(pair)
+        end
+      end
 
       # Each partition's lowest offset among messages.
       def lowest(messages)

@@ -39,13 +39,22 @@ module Sluice
       BLOCKS_SHARE = 0.5
       # Share of it by which killed blocks (Workers#stop) are waited for.
       KILL_SHARE = 0.75
+      # With auto commit, what was stored is also committed at most this often
+      # (s), as often as it is stored, not only every auto.commit.interval.ms
+      # (5 s by default): a crash reads again at most this much finished work
+      # (what finished above a held message is in the metadata:
+      # FinishedOffsets). Async, and only when something was stored: at most
+      # 10 commits a second per member, while blocks finish. (4 SIGKILLs at
+      # :key 64: 0.5 s left 4,789 duplicates of 20,000, 0.1 s 2,499.)
+      COMMIT_EVERY = 0.1
 
       # @param rewind [#call] Consumer#rewind: partitions back to these messages
       # @param instrument [#call] Consumer#instrument
       # @param shares [PartitionShares] each partition's share of max_buffered
       # @param close_deadline [#call] (share) ClientLife#deadline: nil until a close began
+      # @param commit [Boolean] commit what is stored every COMMIT_EVERY (auto commit)
       def initialize(inbox:, rewind:, instrument:, shares:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:,
-                     close_deadline: ->(_share) {})
+                     close_deadline: ->(_share) {}, commit: false)
         @inbox = inbox
         @close_deadline = close_deadline
         @rewind = rewind
@@ -57,7 +66,9 @@ module Sluice
         @work = { count: concurrency, ordering: ordering, block: block, stopped: inbox.method(:stopped?),
                   cutoff: -> { close_deadline.call(BLOCKS_SHARE) } }
         @failure = nil
-        @stored_at = now
+        @stored_at = @committed_at = now
+        @commit = commit
+        @uncommitted = false
       end
 
       # Reads until #stop or a block's error; see the class comment for the end.
@@ -65,9 +76,11 @@ module Sluice
       def run
         @workers = Workers.new(**@work)
         @inbox.workers = self
+        @inbox.track_finished(true)
         read
         wind_down
       ensure
+        @inbox.track_finished(false)
         @inbox.workers = nil
         @workers&.stop(kill_wait)
         @shares.resume_all
@@ -152,7 +165,12 @@ module Sluice
 
       def store_now
         @stored_at = now
-        @inbox.store_processed
+        @uncommitted = true if @inbox.store_processed
+        return unless @commit && @uncommitted && @stored_at - @committed_at >= COMMIT_EVERY
+
+        @committed_at = @stored_at
+        @uncommitted = false
+        @inbox.commit_stored
       end
 
       def wind_down

@@ -67,9 +67,12 @@ module Sluice
         @paused = {}
         @stored = {}
         @committed = {}
+        @stored_metadata = {} # [topic, partition] => what finished above the stored offset (Consumer::FinishedOffsets)
+        @committed_metadata = {}
         @stopping = false
         @closed = false
         @ledger = Sluice::Consumer::Ledger.new # the real consumer's offset rules (see #handle)
+        @ledger.tracking = true # what finished above a held message is kept in the offset's metadata
       end
 
       # Adds a message at the end of its partition (as a producer would), and
@@ -220,9 +223,14 @@ module Sluice
         open!
         offsets ||= by_topic unless by_topic.empty?
         @lock.synchronize do
-          next @committed.merge!(@stored) unless offsets
+          next commit_stored unless offsets
 
-          offsets.each { |topic, partitions| partitions.each { |p, offset| @committed[[topic_name(topic), partition_number(p)]] = offset } }
+          offsets.each do |topic, partitions|
+            partitions.each do |p, offset|
+              @committed[key = [topic_name(topic), partition_number(p)]] = offset
+              @committed_metadata.delete(key)
+            end
+          end
         end
         nil
       end
@@ -330,13 +338,32 @@ module Sluice
 
       def finish(messages)
         messages.each { |message| @ledger.finish(message) }
-        store(@ledger.storable!)
+        store_done
       end
 
-      # Each partition's highest offset among messages, as Native::Consumer#store_offsets stores it.
+      # What the Ledger lets be stored, and what finished above each
+      # partition's lowest unfinished message in the offset's metadata, as
+      # Consumer::Inbox#store_processed stores them.
+      def store_done
+        ready = @ledger.storable!
+        store(ready)
+        @ledger.finished_above(ready).each do |topic, partition, offset, metadata|
+          @stored[[topic, partition]] = offset
+          @stored_metadata[[topic, partition]] = metadata
+        end
+      end
+
+      # Each partition's highest offset among messages, as Native::Consumer#store_offsets stores it (no metadata).
       def store(messages)
         highest = messages.group_by { |message| [message.topic, message.partition] }
+        highest.each_key { |key| @stored_metadata.delete(key) }
         @stored.merge!(highest.transform_values { |list| list.map(&:offset).max + 1 })
+      end
+
+      def commit_stored
+        @stored.each_key { |key| @committed_metadata.delete(key) unless @stored_metadata.key?(key) }
+        @committed.merge!(@stored)
+        @committed_metadata.merge!(@stored_metadata)
       end
 
       def rewind(messages)
@@ -358,7 +385,7 @@ module Sluice
         @lock.synchronize do
           rewind(@ledger.lent.dup) unless @ledger.lent.empty?
           @ledger.finish_handed
-          store(@ledger.storable!)
+          store_done
         end
         yield
       ensure
@@ -367,22 +394,32 @@ module Sluice
 
       # Up to count messages in the order fed, from the assigned, unpaused
       # partitions' positions, lent; nil when there is none (or #stop was called).
+      # A message an earlier reader finished above the committed offset
+      # (its metadata) is skipped, as done (Ledger#skip).
       def take(count)
         @lock.synchronize do
           batch = []
           while batch.size < count && !@stopping && (message = @log.next_of(readable))
             @positions[[message.topic, message.partition]] = message.offset + 1
-            batch << message
+            @ledger.fill([message])
+            batch << @ledger.lend if @ledger.buffered?
           end
-          @ledger.fill(batch)
-          batch.map { @ledger.lend } unless batch.empty?
+          store_done if @ledger.done?
+          batch unless batch.empty?
         end
       end
 
       def readable = (assigned - @paused.keys).to_h { |key| [key, position(key)] }
 
       # Where a partition is read from first: its committed offset, else its first message.
-      def position(key) = @positions[key] ||= [@committed.fetch(key, 0), 0].max
+      # What finished above the committed offset (its metadata) is skipped from there.
+      def position(key)
+        @positions[key] ||= begin
+          committed = @committed.fetch(key, NO_OFFSET)
+          @ledger.skip(*key, committed, Sluice::Consumer::FinishedOffsets.decode(@committed_metadata[key], committed)) if committed >= 0
+          [committed, 0].max
+        end
+      end
 
       def assigned = (@log.partitions.select { |topic, _| @subscription.include?(topic) } + @assigned.keys).uniq
 

@@ -19,6 +19,11 @@ RSpec.describe "Consumer#store_offset inside each_message with concurrency", :ka
   let(:started) { Queue.new }
   let(:results) { Queue.new }
 
+  # Without auto commit: the read commits what it stored every 0.5 s
+  # (ParallelReading::COMMIT_EVERY), all three once finished; these examples
+  # look at what the blocks' own calls commit.
+  def build_consumer(**kafka) = super("enable.auto.commit": false, **kafka)
+
   # each_message's block: says it started, then runs what the example sends
   # it (a Proc of the message; a refusal is its result) until told :done.
   def block_taking_orders

@@ -324,4 +324,73 @@ RSpec.describe Sluice::Consumer::Ledger do
       expect(steps).to be >= 2
     end
   end
+
+  describe "what finished above a held message (the offset's metadata)" do
+    let(:codec) { Sluice::Consumer::FinishedOffsets }
+
+    before { ledger.tracking = true }
+
+    it "names the finished offsets above the lowest unfinished one, relative to the offset stored" do
+      ledger.fill(drained(0..5))
+      m0, m1, m2, m3, m4, m5 = lend_all
+      [m0, m3, m5].each { |m| ledger.finish(m) }
+      ready = ledger.storable!
+      expect(ready.map(&:offset)).to eq([0])
+      held = ledger.finished_above(ready)
+      expect(held.map { |topic, partition, base, _| [topic, partition, base] }).to eq([["t", 0, 1]])
+      expect(codec.decode(held.first.last, 1)).to eq([3, 5])
+      [m1, m2, m4].each { |m| ledger.finish(m) }
+      expect(ledger.finished_above(ledger.storable!)).to eq([])
+    end
+
+    it "stores nothing more while no offset of the partition is known (nothing stored, nothing committed)" do
+      ledger.fill(drained(0..2))
+      _m0, m1, = lend_all
+      ledger.finish(m1)
+      expect(ledger.finished_above(ledger.storable!)).to eq([])
+    end
+
+    it "skips what an earlier member finished: done as drained, never lent, stored in turn" do
+      ledger.skip("t", 0, 10, [11, 13])
+      ledger.fill(drained(10..14))
+      lent = lend_all
+      expect(lent.map(&:offset)).to eq([10, 12, 14])
+      ledger.finish(lent[0])
+      expect(ledger.storable!.map(&:offset)).to contain_exactly(10, 11)
+      ledger.finish(lent[1])
+      ledger.finish(lent[2])
+      expect(ledger.storable!.map(&:offset)).to contain_exactly(12, 13, 14)
+    end
+
+    it "keeps a skipped offset back while a lower message is still buffered" do
+      ledger.skip("t", 0, 10, [12])
+      ledger.fill(drained(10..13))
+      expect(ledger.storable!).to eq([])
+      expect(ledger.finished_above([]).map { |_, _, base, metadata| codec.decode(metadata, base) }).to eq([[12]])
+      expect(ledger.lend.offset).to eq(10)
+    end
+
+    it "stores nothing past an unfinished message a seek went back to" do
+      ledger.fill(drained(0..2))
+      m0, m1, m2 = lend_all
+      ledger.finish(m0)
+      ledger.finish(m1)
+      ledger.finished_above(ledger.storable!) # base 2
+      ledger.rewound([m2])
+      ledger.fill(drained(1..3))
+      _r1, _r2, r3 = lend_all
+      ledger.finish(r3) # 1 unfinished: offset 2 (stored before) would pass it
+      expect(ledger.finished_above(ledger.storable!)).to eq([])
+    end
+
+    it "skips each offset once, and forgets a revoked partition's" do
+      ledger.skip("t", 0, 0, [1])
+      ledger.skip("t", 1, 0, [1])
+      ledger.drop([["t", 1]], lent: true)
+      ledger.fill(drained(0..1) + drained(0..1, partition: 1))
+      expect(lend_all.map { |m| [m.partition, m.offset] }).to eq([[0, 0], [1, 0], [1, 1]])
+      ledger.fill(drained(1..1))
+      expect(ledger.lend.offset).to eq(1)
+    end
+  end
 end
