@@ -23,8 +23,9 @@ module SpecAxes
       integration/polling/*_spec.rb integration/lifecycle/*_spec.rb integration/fork/*_spec.rb
       integration/oauth/*_spec.rb integration/instrumentation/instrumentation_spec.rb
       integration/producer/{produce,delivery_failures,partial_failures,status,buffering,batches,pool,variants}_spec.rb
-      integration/producer/transaction{s,_edges,_outage,_outcomes}_spec.rb
-      integration/consumer/{consumer,close_bounds,close_broker_down,close_after_rebalance,interrupted_reads}_spec.rb
+      integration/producer/transaction{s,_edges,_outage,_outcomes}_spec.rb integration/producer/close_deadline_spec.rb
+      integration/consumer/{consumer,close_bounds,close_broker_down,close_after_rebalance,close_deadline}_spec.rb
+      integration/consumer/{interrupted_reads,stopped_reads}_spec.rb
     ],
     # The selector the poller waits with (SLUICE_SELECTOR=poll beside epoll): its own specs, the poller's
     # wake-ups, closes and forks, and a round trip.
@@ -40,6 +41,7 @@ module SpecAxes
       integration/producer/*_spec.rb integration/admin/*_spec.rb integration/oauth/*_spec.rb
       integration/consumer/{consumer,authentication,close_bounds,close_broker_down,close_after_rebalance}_spec.rb
       integration/consumer/{groups,group_protocol,interrupted_reads,offset_fetch_retry,poll_store,positions}_spec.rb
+      integration/consumer/{close_deadline,finished_above,revoke_commit_failure}_spec.rb
       integration/instrumentation/instrumentation_spec.rb
     ],
     # Another Debian and Ruby (bin/test-root): the build, the unit specs, the fiber scheduler (the Ruby's), a
