@@ -1,12 +1,10 @@
 # frozen_string_literal: true
 
-require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
-
 # Blocking.call under a fiber scheduler, without a broker: a call that may not
 # be cut short (a transaction's) ends before its caller goes on, however many
 # times the caller's task is stopped (Fiber#raise ignores handle_interrupt).
 RSpec.describe Sluice::Blocking do
-  it "waits for a call that may not be cut short to end, through a second Task#stop" do
+  it "waits for a call that may not be cut short to end, through a second Task#stop", :async do
     inside = Queue.new
     leave = Queue.new
     order = []

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
-
 # ClientLife without a broker, through an Admin whose native client and poller are fakes: the state
 # machine (:initial, :connected, :closing, :closed) and its events, the refusals of a closed client, a
 # close that is idempotent and runs its steps in order, and a connect that leaves nothing behind when it
@@ -95,7 +93,7 @@ RSpec.describe Sluice::ClientLife do
   end
 
   # Thread.handle_interrupt is no fence against Fiber#raise: the stop lands in the wait for the destroy.
-  it "is :closed when an Async task's close is stopped while the native client is destroyed" do
+  it "is :closed when an Async task's close is stopped while the native client is destroyed", :async do
     admin = build
     entered = Queue.new
     leave = Queue.new

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
-
 # Consumer::Inbox without a broker, over a fake native consumer: its queue is a list of drains (messages and
 # control items as Native::Consumer#consume returns them), its wake-up pipe a real pipe. What it promises:
 # messages handed out in order, a rebalance answered before anything after it, what a revoke gives up never
@@ -151,7 +149,7 @@ RSpec.describe Sluice::Consumer::Inbox do
 
   # Thread.handle_interrupt is no fence against Fiber#raise (Async's
   # Task#stop): a stop lands in any wait of a masked move.
-  context "when an Async task reading is stopped in a wait" do
+  context "when an Async task reading is stopped in a wait", :async do
     let(:hold) { Queue.new } # never fed: the wait the stop lands in
 
     # Runs the read in a task and stops it once it waits (waiting has an item).

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
-
 # Producer::Transactions without a broker: the rules of a transaction's
 # life (what a commit that timed out leaves, what an abortable or retriable
 # refusal leads to, what close does to another fiber's transaction, what a
@@ -85,7 +83,7 @@ RSpec.describe Sluice::Producer::Transactions do
 
   # Thread.handle_interrupt is no fence against Fiber#raise (Async's
   # Task#stop): the stop lands in the wait for the commit's helper thread.
-  context "with an Async task stopped while its commit slice runs" do
+  context "with an Async task stopped while its commit slice runs", :async do
     let(:kafka) { super().merge("transaction.timeout.ms": "1") }
 
     it "notes the commit as unfinished, so the next transaction makes it again before it begins" do
