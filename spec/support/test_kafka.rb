@@ -75,7 +75,8 @@ module TestKafka
     # own waits (a delivery report 5 s late failed CI once).
     def warm_transactions(brokers, topic)
       producer = Sluice::Producer.new do |config|
-        config.kafka = { "bootstrap.servers": brokers, "transactional.id": "sluice-spec-warm-up" }
+        # One id per process of a split run (bin/rspec-parallel): two warm-ups sharing one fenced each other.
+        config.kafka = { "bootstrap.servers": brokers, "transactional.id": "sluice-spec-warm-up#{ENV.fetch("TEST_ENV_NUMBER", "")}" }
         config.max_wait_timeout = 60_000
         config.logger = Logger.new(nil)
       end
