@@ -2,15 +2,18 @@
 
 require "open3"
 
-# A single broker of a spec's own (bin/kafka on ports 9192-9197, data under
+# A single broker of a spec's own (bin/kafka on ports 9192-9197 by default, data under
 # tmp/kafka/9192), for specs that stop or kill the broker under a client: the
 # shared one on 9092 must stay up for everyone else. Started in about 10-15 s.
+# SLUICE_OWN_BROKER_PORT moves it (bin/test runs the :fd and :thread runs of these
+# specs side by side, the second on 9292-9297).
 module OwnBroker
-  PORTS = { "KAFKA_PORT" => "9192", "KAFKA_CONTROLLER_PORT" => "9193", "KAFKA_SASL_PORT" => "9194",
-            "KAFKA_SCRAM_PORT" => "9195", "KAFKA_SSL_PORT" => "9196", "KAFKA_SASL_SSL_PORT" => "9197" }.freeze
-  BROKERS = "127.0.0.1:9192"
+  BASE_PORT = Integer(ENV.fetch("SLUICE_OWN_BROKER_PORT", "9192"))
+  PORTS = %w[KAFKA_PORT KAFKA_CONTROLLER_PORT KAFKA_SASL_PORT KAFKA_SCRAM_PORT KAFKA_SSL_PORT KAFKA_SASL_SSL_PORT]
+          .each_with_index.to_h { |name, offset| [name, (BASE_PORT + offset).to_s] }.freeze
+  BROKERS = "127.0.0.1:#{BASE_PORT}"
   KAFKA = File.expand_path("../../bin/kafka", __dir__)
-  PID_FILE = File.expand_path("../../tmp/kafka/9192/kafka.pid", __dir__)
+  PID_FILE = File.expand_path("../../tmp/kafka/#{BASE_PORT}/kafka.pid", __dir__)
 
   module_function
 
