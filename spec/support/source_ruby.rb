@@ -11,7 +11,7 @@ module Packaging
   # official Docker images and RVM build it: its `ruby` NEEDs
   # libruby.so.3.3, not Debian's libruby-3.3.so.3.3. An extension that named
   # a libruby would load in one of them only; the precompiled gem names none
-  # and must load in both (README's table: the Rubies it is tested in).
+  # and must load in both (docs/CI.md's table: the Rubies it is tested in).
   #
   # The source is Debian's ruby3.3 source package from trixie, whose orig
   # tarball is upstream's release tarball (configure included); Debian's own

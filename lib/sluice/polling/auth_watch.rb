@@ -10,8 +10,8 @@ module Sluice
     # failed attempt (the unchanged authentication error only once); 2.0.2
     # repeats the authentication error once and not all_brokers_down (every
     # broker was down already), so an authentication error seen while every
-    # broker is down counts as both. (Then 2.0.2 stays silent: README, "Known
-    # limitations".)
+    # broker is down counts as both. (Then 2.0.2 stays silent: docs/BUILDING.md, "What the
+    # system's librdkafka lacks".)
     #
     # An untrusted broker certificate is a TLS failure whatever code it comes
     # with: librdkafka 2.0.2 reports it as :ssl or as :transport, depending on

@@ -13,7 +13,7 @@ require "logger"
 skipped = if !Sluice::Native::TestHooks.respond_to?(:mock_push_request_errors)
             "librdkafka #{Sluice.librdkafka_version} was built without its mock cluster"
           elsif ENV["SLUICE_USE_SYSTEM_LIBRDKAFKA"] == "1"
-            "the system's librdkafka lacks patch 0009: a coordinator error in ListConsumerGroupOffsets crashes it (README)"
+            "the system's librdkafka lacks patch 0009: a coordinator error in ListConsumerGroupOffsets crashes it (docs/BUILDING.md)"
           end
 RSpec.describe "Admin: group calls made again while the coordinator moves or loads (mock cluster)", timeout: 30, skip: skipped do
   offset_fetch = 9 # Kafka's ApiKey

@@ -67,7 +67,7 @@ RSpec.describe "Authentication and TLS failures on the consumer", :kafka do
   end
 
   # librdkafka says so again at each failed reconnect (2.14.2); 2.0.2 repeats
-  # it once, then stays silent while nothing changes (README, "Known limitations").
+  # it once, then stays silent while nothing changes (docs/BUILDING.md, "What the system's librdkafka lacks").
   it "raises it from every read while the broker still refuses",
      skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.14") &&
             "librdkafka #{Sluice.librdkafka_version} stops repeating an unchanged authentication failure") do

@@ -49,7 +49,7 @@ RSpec.describe "Authentication and TLS failures on the producer", :kafka do
   # librdkafka says so again at each failed reconnect (2.14.2: all_brokers_down
   # each time). 2.0.2 repeats the authentication error once, then stays silent
   # while nothing changes: later messages wait for message.timeout.ms there
-  # (README, "Known limitations").
+  # (docs/BUILDING.md, "What the system's librdkafka lacks").
   it "raises it again for what is produced later, while the broker still refuses",
      skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.14") &&
             "librdkafka #{Sluice.librdkafka_version} stops repeating an unchanged authentication failure") do
