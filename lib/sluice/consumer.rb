@@ -263,7 +263,7 @@ module Sluice
       raise ArgumentError, "store_offset takes a Sluice::Message, got #{message.class}" unless message.is_a?(Message)
 
       client = open_client
-      @inbox.refuse_past_unfinished([[message.topic, message.partition, message.offset + 1]], "store_offset")
+      refuse_past_unfinished([[message.topic, message.partition, message.offset + 1]], "store_offset")
       client.store_offset(message)
       nil
     end
@@ -294,7 +294,7 @@ module Sluice
 
         partitions.map { |partition, offset| [topic_name(topic), partition_number(partition), offset_number(offset)] }
       end
-      @inbox.refuse_past_unfinished(list, "commit")
+      refuse_past_unfinished(list, "commit")
       @inbox.store_processed if @inbox.reader?(Fiber.current) || !@inbox.reading? # another thread's: the reader stores
       check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
       nil
@@ -407,9 +407,17 @@ module Sluice
                end
       reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), shares: shares, block: block,
                                     close_deadline: @life.method(:deadline), commit: @config.auto_commit?, **settings.to_h)
-      @inbox.reading { reading.run }
+      @inbox.reading(reading) do
+        @parallel = reading # for close, and for offsets a block stores itself
+        reading.run
+      ensure
+        @parallel = nil
+      end
       nil
     end
+
+    # Inside a block of a concurrent each_message: offsets past a lower one not finished raise (ParallelReading).
+    def refuse_past_unfinished(offsets, action) = @parallel&.refuse_past_unfinished(offsets, action)
 
     # Consumer#poll's Ruby part: the next message, lent (see Native::Handoff#poll).
     # @return [Array(Array<Message>, Array<Message>, nil), nil] the lease (Ledger#storing_lease, Ledger#plain_lease)

@@ -79,8 +79,28 @@ module Sluice
     # left to the reader removed once carried out.
     # spec/integration/consumer/interrupted_reads_spec.rb raises into the
     # reader at every step of this, and stops an Async reader in every wait.
+    #
+    # == One direction
+    #
+    # Readers ask the Inbox; the Inbox knows no reader. A reader that holds
+    # messages outside it (a concurrent each_message's blocks:
+    # ParallelReading) hands #reading a Holder for that read, the one way
+    # the Inbox reaches it: a revocation waits for what it holds.
     class Inbox
       include Clock
+
+      # What the Inbox asks of a reader that holds messages outside it, around
+      # each rebalance it answers during that reader's read (see #reading).
+      # This one holds nothing.
+      module Holder
+        # A revocation (or Consumer#assign replacing the assignment) is about
+        # to be answered: what the holder finished must be #processed first.
+        def self.before_revoke = nil
+
+        # A rebalance was answered: given_up [Array<Array(String, Integer)>]
+        # partitions are gone (what the holder has of them must go too).
+        def self.after_rebalance(_given_up) = nil
+      end
 
       # Nothing buffered or lent (shared, frozen).
       EMPTY = [].freeze
@@ -124,13 +144,8 @@ module Sluice
         @idle = ConditionVariable.new
         @idle_waiters = 0 # threads in #wait_idle (under @reader_lock)
         @given_back = [] # [:seek, positions] and [:assign, pairs] of other threads, for the reader to carry out
-        @workers = nil
+        @holder = Holder # the current read's (#reading)
       end
-
-      # A concurrent each_message's ParallelReading while it reads: told before
-      # a revocation is answered (its running blocks are waited for) and after
-      # a rebalance (what it holds of the partitions given up is dropped).
-      attr_writer :workers
 
       # #stop was called and no read began since.
       def stopped? = @stopped
@@ -352,13 +367,6 @@ module Sluice
         @client.wake_messages
       end
 
-      # A concurrent each_message reads (ParallelReading).
-      def concurrent? = !@workers.nil?
-
-      # A close began: a concurrent read's wait for its running blocks takes
-      # the close's deadline (ParallelReading#close_began). Safe from a signal handler.
-      def close_began = @workers&.close_began
-
       # Serves the queue until librdkafka finished leaving the group (after
       # Native::Consumer#close_begin): rebalances answered, messages dropped.
       def serve_until_closed(deadline)
@@ -378,11 +386,13 @@ module Sluice
 
       # Runs the block as the consumer's only reader (one thread or fiber at
       # a time).
-      def reading
+      # @param holder [#before_revoke, #after_rebalance] what this read holds
+      #   outside the Inbox (see Holder), told of each rebalance answered in it
+      def reading(holder = nil, &)
         fiber = Fiber.current
         outer = !@reader.equal?(fiber) # not nested in a read of fiber's own (see #leave_slot)
         take_slot(fiber)
-        yield
+        holder ? held_by(holder, &) : yield
       ensure
         leave_slot(fiber, outer)
       end
@@ -390,18 +400,6 @@ module Sluice
       def reading? = !@reader.nil?
 
       def reader?(fiber) = @reader.equal?(fiber)
-
-      # The caller runs a block of a concurrent each_message (a worker's thread or fiber).
-      def in_parallel_block? = !!@workers&.in_block?
-
-      # From a concurrent each_message's block: offsets ([topic, partition,
-      # offset to store]) past a message another block has not finished raise
-      # (ParallelReading#refuse_past_unfinished). Anywhere else, or without
-      # offsets (nil: a commit of what was stored), nothing.
-      def refuse_past_unfinished(offsets, action)
-        workers = @workers
-        workers.refuse_past_unfinished(offsets, action) if offsets && workers&.in_block?
-      end
 
       # Waits (at most seconds) for the reader to return. @return [Boolean] it did
       def wait_idle(seconds)
@@ -463,6 +461,14 @@ module Sluice
       end
 
       def wake_idle = Thread.handle_interrupt(DEFERRED) { @reader_lock.synchronize { @idle.broadcast } }
+
+      # Only the reader (the slot is taken) sets it, so no other read's holder is touched.
+      def held_by(holder)
+        @holder = holder
+        yield
+      ensure
+        @holder = Holder
+      end
 
       def claim(fiber)
         raise Errors::ConsumerStateError, "this consumer is already being read by another thread or fiber" if @reader && !@reader.equal?(fiber)
@@ -527,12 +533,12 @@ module Sluice
       # each_message's running blocks finish first, as before a revoke.
       def replace_assignment(pairs)
         Thread.handle_interrupt(DEFERRED) do
-          @workers&.before_revoke
+          @holder.before_revoke
           store_processed
           error = @client.assign(pairs, false)
           held = @ledger.partitions
           drop(held, lent: true)
-          @workers&.after_rebalance(held)
+          @holder.after_rebalance(held)
           error
         end
       end
@@ -622,12 +628,12 @@ module Sluice
       end
 
       def rebalance(item, deadline)
-        @workers&.before_revoke unless item[1] == :assign
+        @holder.before_revoke unless item[1] == :assign
         store_processed # what was processed is committed before partitions go
         given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
         learn_finished(item[2].map { |topic, partition| [topic, partition] }) if item[1] == :assign
         drop(given_up, lent: true)
-        @workers&.after_rebalance(given_up)
+        @holder.after_rebalance(given_up)
         given_up
       end
 

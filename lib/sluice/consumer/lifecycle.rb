@@ -66,6 +66,7 @@ module Sluice
                            rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), lost: method(:lost_uncommitted),
                                                       instrument: method(:instrument)),
                            instrument: method(:instrument), refused: method(:new_auth_failure))
+        @parallel = nil # a concurrent each_message's ParallelReading while it reads
       end
 
       def detach = @inbox.shut
@@ -74,19 +75,19 @@ module Sluice
       # running blocks takes it, even one under way.
       def begin_close(timeout)
         @life.begin_close(timeout)
-        @inbox.close_began
+        @parallel&.close_began
       end
 
       # The caller is the reader of a one-at-a-time read (in its block, or a
       # signal handler that interrupted it): the close happens when it
       # returns, and its deadline starts then.
-      def in_own_block? = @inbox.reader?(Fiber.current) && !@inbox.concurrent?
+      def in_own_block? = @inbox.reader?(Fiber.current) && !@parallel
 
       # The reader of a concurrent each_message (a listener it runs), inside
       # one of its blocks (the read waits for that block before it returns),
       # or on a polling thread, which must not wait for a reader that may
       # wait for it.
-      def close_later? = @inbox.reading? && (@inbox.reader?(Fiber.current) || @inbox.in_parallel_block? || Polling.thread?)
+      def close_later? = @inbox.reading? && (@inbox.reader?(Fiber.current) || @parallel&.in_block? || Polling.thread?)
 
       # Another thread reads: it returns once its running blocks finished or
       # were killed (ParallelReading), unless it runs a block itself. One that

@@ -72,33 +72,36 @@ module Sluice
       end
 
       # Reads until #stop or a block's error; see the class comment for the end.
+      # Runs inside the Inbox's read, this object its Inbox::Holder
+      # (Inbox#reading): the Inbox knows the read only as that.
       # (The workers start here, once the read is ours: a refused read leaves none behind.)
       def run
         @workers = Workers.new(**@work)
-        @inbox.workers = self
         @inbox.track_finished(true)
         read
         wind_down
       ensure
         @inbox.track_finished(false)
-        @inbox.workers = nil
         @workers&.stop(kill_wait)
         @shares.resume_all
       end
 
-      # Inbox: a close began; a wait for running blocks under way takes its deadline.
+      # A close began: a wait for running blocks under way takes its deadline. Safe from a signal handler.
       def close_began = @workers&.wake
 
       # @return [Boolean] the caller runs one of the blocks (on a worker's thread or fiber)
-      def in_block? = @workers.current?
+      def in_block? = !!@workers&.current?
 
       # A block storing or committing an offset itself: refused past a message
       # of its partition that another block has not finished (or not started),
       # as the read's own stores are (Ledger#storable!): a crash after it
-      # would skip that message.
-      # @param offsets [Array<Array(String, Integer, Integer)>] [topic, partition, offset to store]
+      # would skip that message. Anywhere else than in a block, or without
+      # offsets (nil: a commit of what was stored), nothing.
+      # @param offsets [Array<Array(String, Integer, Integer)>, nil] [topic, partition, offset to store]
       # @raise [Errors::OffsetPastUnfinishedError]
       def refuse_past_unfinished(offsets, action)
+        return unless offsets && in_block?
+
         offsets.each do |topic, partition, offset|
           unfinished = @workers.unfinished_below(topic, partition, offset) or next
 
@@ -109,7 +112,7 @@ module Sluice
         end
       end
 
-      # Inbox: a revocation is about to be answered.
+      # Inbox::Holder: a revocation is about to be answered.
       def before_revoke
         running = @workers.running
         @instrument.call("consumer.revoke_waiting", running: running) if running.positive?
@@ -117,7 +120,7 @@ module Sluice
         apply_finished
       end
 
-      # Inbox: a rebalance was answered; these partitions were given up.
+      # Inbox::Holder: a rebalance was answered; these partitions were given up.
       def after_rebalance(given_up)
         @workers.drop(given_up) unless given_up.empty?
         @shares.rebalanced(given_up)

@@ -2,7 +2,7 @@
 
 require "securerandom"
 require_relative "log"
-require_relative "parallel_read"
+require_relative "inbox"
 
 module Sluice
   module Testing
@@ -142,13 +142,14 @@ module Sluice
       end
 
       # Yields every message (see the class comment for when it returns).
-      # With concurrency above 1, the blocks run side by side as
-      # Sluice::Consumer#each_message runs them (same settings, order rules
-      # and offset rule; see ParallelRead for how the end differs).
+      # With concurrency above 1, the blocks run side by side in
+      # Sluice::Consumer#each_message's own reading (Consumer::ParallelReading:
+      # same settings, order rules, bound and offset rule; see Testing::Inbox
+      # for how the end differs).
       # @param concurrency [Integer] blocks at once
       # @param ordering [Symbol] :key, :partition or :none
       # @param max_buffered [Integer] messages taken and not finished, at most
-      # @param max_buffered_bytes [Integer] their keys' and payloads' bytes (checked, not enforced here)
+      # @param max_buffered_bytes [Integer] their keys' and payloads' bytes, at most
       # @param finish_within [Numeric] ms a stop or an error waits for running blocks
       # @yieldparam message [Message]
       # @return [nil]
@@ -156,7 +157,7 @@ module Sluice
       def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000, &block)
         settings = Sluice::Consumer::Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                                      max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
-        return reading { ParallelRead.new(settings, double: self, block: block).run } if settings.parallel?
+        return reading { Inbox.reading(self, settings, block).run } if settings.parallel?
 
         reading do
           while (message = take(1)&.first)
@@ -288,17 +289,35 @@ module Sluice
       # #close was called.
       def closed? = @closed
 
-      # ParallelRead's side of the double (under its lock): the next message, lent.
+      # Testing::Inbox's side of the double: the next message, lent; nil once
+      # timeout_ms passed without one, at once when the double ran dry
+      # (#drained?) or the block says the wait is over (asked under the lock, before each wait: see #wake).
       # @api private
-      def take_one = take(1)&.first
+      def take_one(timeout_ms, &over)
+        deadline = now + (timeout_ms / 1000.0)
+        nil until (message = take(1)&.first) || drained? || !wait_for_feed(deadline, &over)
+        message
+      end
 
-      # ParallelRead's side of the double (under its lock): message finished by its block.
+      # Ends a #take_one's wait, to ask its block again.
+      # @api private
+      def wake = @lock.synchronize { @fed.broadcast }
+
+      # Testing::Inbox's side of the double: message finished by its block.
       # @api private
       def finish_one(message) = @lock.synchronize { finish([message]) }
 
-      # What is still lent goes back (its partitions to their lowest unfinished message).
+      # Nothing left to hand out, and nothing taken unfinished: a read of the double ends.
       # @api private
-      def rewind_unfinished = @lock.synchronize { rewind(@ledger.lent.dup) unless @ledger.lent.empty? }
+      def drained? = @lock.synchronize { @ledger.lent.empty? && @log.next_of(readable).nil? }
+
+      # What is taken and not finished, in the order taken.
+      # @api private
+      def lent = @lock.synchronize { @ledger.lent.dup }
+
+      # Each partition of messages back to its first one of them (they are handed out again).
+      # @api private
+      def rewind_taken(messages) = @lock.synchronize { rewind(messages) }
 
       # @api private
       def stopping? = @stopping
@@ -423,10 +442,10 @@ module Sluice
 
       def assigned = (@log.partitions.select { |topic, _| @subscription.include?(topic) } + @assigned.keys).uniq
 
-      def wait_for_feed(deadline)
+      def wait_for_feed(deadline, &over)
         @lock.synchronize do
           left = deadline - now
-          left.positive? && !@stopping && (@fed.wait(@lock, left) || true)
+          left.positive? && !@stopping && !over&.call && (@fed.wait(@lock, left) || true)
         end
       end
 

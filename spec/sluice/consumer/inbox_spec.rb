@@ -88,6 +88,32 @@ RSpec.describe Sluice::Consumer::Inbox do
     expect(log.map(&:first)).to eq(%i[consume store_offsets revoke consume])
   end
 
+  # Issue 59: one direction. The reader asks the Inbox; the Inbox reaches a concurrent read only through the
+  # Holder that read hands #reading, and only around a rebalance: never constructed with it, never given it.
+  describe "its readers" do
+    it "are not the Inbox's to know: no reader, workers or parallel block among its arguments or methods" do
+      known = described_class.instance_method(:initialize).parameters.map(&:last) + described_class.public_instance_methods(false)
+
+      expect(known).not_to include(:workers, :workers=, :in_parallel_block?, :concurrent?, :close_began, :refuse_past_unfinished)
+    end
+
+    it "reach it through the read's Holder alone: told before a revoke and after it, in that read only" do
+      native.drains << [message(0, 1), rebalance(:revoke, 0), message(1, 2)]
+      log = self.log
+      holder = Object.new.tap do |told| # a strict fake: any other call raises NoMethodError
+        told.define_singleton_method(:before_revoke) { log << [:before_revoke] }
+        told.define_singleton_method(:after_rebalance) { |given_up| log << [:after_rebalance, given_up] }
+      end
+
+      expect(inbox.reading(holder) { [inbox.take(0), inbox.take(0)].map(&:offset) }).to eq([1, 2])
+      expect(log.map(&:first)).to eq(%i[consume before_revoke revoke after_rebalance])
+      expect(log.assoc(:after_rebalance)).to eq([:after_rebalance, [["t", 0]]])
+      native.drains << [rebalance(:revoke, 1)]
+      inbox.reading { inbox.take(0) } # another read: its own Holder (none), not the last one's
+      expect(log.count { |entry| entry.first == :before_revoke }).to eq(1)
+    end
+  end
+
   it "hands out again, first, what a read left lent and unfinished when the next read begins" do
     native.drains << [message(0, 1), message(0, 2)]
     inbox.reading { inbox.take(0) } # interrupted before the application finished it
@@ -153,9 +179,9 @@ RSpec.describe Sluice::Consumer::Inbox do
     let(:hold) { Queue.new } # never fed: the wait the stop lands in
 
     # Runs the read in a task and stops it once it waits (waiting has an item).
-    def stop_in_wait(waiting, &read)
+    def stop_in_wait(waiting, holder = nil, &read)
       Async do
-        reader = Async { inbox.reading(&read) }
+        reader = Async { inbox.reading(holder, &read) }
         waiting.pop
         reader.stop
       end.wait
@@ -165,18 +191,18 @@ RSpec.describe Sluice::Consumer::Inbox do
       waiting = Queue.new
       first = true
       hold = self.hold
-      inbox.workers = Object.new.tap do |workers|
-        workers.define_singleton_method(:before_revoke) do # the first wait is stopped, the next finds no block running
+      holder = Object.new.tap do |blocks|
+        blocks.define_singleton_method(:before_revoke) do # the first wait is stopped, the next finds no block running
           next unless first
 
           first = false
           waiting << true
           hold.pop
         end
-        workers.define_singleton_method(:after_rebalance) { |_given_up| nil }
+        blocks.define_singleton_method(:after_rebalance) { |_given_up| nil }
       end
       native.drains << [rebalance(:revoke, 0), message(1, 5)]
-      stop_in_wait(waiting) { inbox.take(0) }
+      stop_in_wait(waiting, holder) { inbox.take(0) }
 
       expect(inbox.reading { inbox.take(0) }.offset).to eq(5)
       expect(log.map(&:first)).to eq(%i[consume revoke])

@@ -3,8 +3,8 @@
 require "sluice/testing"
 
 # Sluice::Testing::Consumer#each_message(concurrency:): the real consumer's
-# workers and order rules over fed messages, with its offset rule (never
-# stored past an unfinished block).
+# reading loop, workers and order rules over fed messages, with its offset
+# rule (never stored past an unfinished block).
 RSpec.describe Sluice::Testing::Consumer, "#each_message with concurrency" do
   subject(:consumer) { described_class.new }
 
@@ -68,6 +68,19 @@ RSpec.describe Sluice::Testing::Consumer, "#each_message with concurrency" do
     again = []
     consumer.each_message { |message| again << message.payload }
     expect(again).to eq(%w[b c d])
+  end
+
+  # Issue 59: one reading loop. The double answers what the real loop asks of an Inbox; it has none of its own.
+  it "runs the real consumer's reading loop (Consumer::ParallelReading) over the double, with its settings" do
+    feed(%w[a b])
+    consumer.subscribe("orders")
+    expect(Sluice::Consumer::ParallelReading).to receive(:new)
+      .with(hash_including(inbox: an_instance_of(Sluice::Testing::Inbox), concurrency: 2, ordering: :none, max_buffered_bytes: 64))
+      .and_call_original
+    read = []
+    consumer.each_message(concurrency: 2, ordering: :none, max_buffered_bytes: 64) { |message| read << message.payload }
+
+    expect(read).to contain_exactly("a", "b")
   end
 
   it "refuses settings out of range, as the real consumer does" do
