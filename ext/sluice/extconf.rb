@@ -128,7 +128,7 @@ $defs << "-DSLUICE_SELECTOR_#{selector.upcase}"
 # Ruby's own config.h defines HAVE_SYS_EVENTFD_H on Linux: our own name decides.
 $defs << "-DSLUICE_WAKE_EVENTFD" if selector == "epoll" && have_header("sys/eventfd.h")
 have_func("pipe2", "unistd.h")
-have_header("librdkafka/rdkafka_mock.h", "librdkafka/rdkafka.h") # the specs' TestHooks.mock_* (test_hooks.c)
+have_header("librdkafka/rdkafka_mock.h", "librdkafka/rdkafka.h") # TestHooks.mock_* (test_hooks.c), Native::MockCluster (mock_cluster.c)
 message "sluice: selector backend #{selector}\n"
 
 # After the checks: mkmf's probe programs are not warning-free.

@@ -20,5 +20,6 @@ VALUE sluice_init_consumer(VALUE cClient);      /* consumer.c: defines and retur
 void sluice_init_consume(VALUE cConsumer);      /* consume.c: its queue's methods; Native::Handoff; Sluice::Message */
 void sluice_init_selector(void);                /* selector.c: Native::Selector */
 void sluice_init_test_hooks(void);              /* test_hooks.c: Native::TestHooks */
+void sluice_init_mock_cluster(void);            /* mock_cluster.c: Native::MockCluster (where librdkafka has its mock) */
 
 #endif

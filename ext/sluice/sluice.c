@@ -44,7 +44,7 @@ static VALUE lookup_error(const char *name) {
  * then the class tree top-down, since a subclass needs its
  * parent: Client (and what every kind shares: the main queue, partition
  * counts, Admin), Producer with its transactions, Consumer with its queue.
- * The selector and the test hooks depend on no class.
+ * The selector, the test hooks and the mock cluster depend on no class.
  */
 void Init_sluice_ext(void) {
     sluice_track_pid();
@@ -77,4 +77,5 @@ void Init_sluice_ext(void) {
     sluice_init_consume(cConsumer);
     sluice_init_selector();
     sluice_init_test_hooks();
+    sluice_init_mock_cluster();
 }

@@ -8,6 +8,7 @@ module Sluice
   #   producer = Sluice::Testing.producer               # its client keeps what it produces
   #   consumer = Sluice::Testing::Consumer.new          # reads what a spec feeds it
   #   consumer.feed(topic: "orders", payload: "42")
+  #   Sluice::Testing::MockCluster.start { |cluster| ... } # librdkafka's mock brokers, for real clients
   #
   # Under RSpec the matchers (have_produced) are loaded too.
   module Testing
@@ -29,4 +30,5 @@ module Sluice
 end
 
 require_relative "testing/consumer"
+require_relative "testing/mock_kafka"
 require_relative "testing/rspec" if defined?(RSpec) && !defined?(Sluice::Testing::Matchers)
