@@ -114,12 +114,13 @@ RSpec.describe Sluice::Testing::MockCluster, timeout: 30, skip: absent do
     end
   end
 
-  it "takes a broker down and up again" do
-    writer = producer("message.timeout.ms": 300)
+  it "takes a broker down and up again: a message waits while it is down, and is delivered once it is up" do
+    writer = producer
     mock_kafka.broker_down(1)
-    expect { writer.produce_sync(topic: "orders", partition: 0, payload: "x") }.to raise_error(Sluice::Errors::ProduceError)
+    handle = writer.produce_async(topic: "orders", partition: 0, payload: "x")
+    expect { handle.wait(max_wait_timeout: 500) }.to raise_error(Sluice::Errors::WaitTimeoutError)
     mock_kafka.broker_up(1)
-    expect(writer.produce_sync(topic: "orders", partition: 0, payload: "y").offset).to be >= 0
+    expect(handle.wait(max_wait_timeout: 10_000).offset).to eq(0)
     expect { mock_kafka.broker_down(2) }.to raise_error(ArgumentError, /no broker 2/)
   ensure
     writer&.close
