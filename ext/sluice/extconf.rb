@@ -129,6 +129,8 @@ $defs << "-DSLUICE_SELECTOR_#{selector.upcase}"
 $defs << "-DSLUICE_WAKE_EVENTFD" if selector == "epoll" && have_header("sys/eventfd.h")
 have_func("pipe2", "unistd.h")
 have_header("librdkafka/rdkafka_mock.h", "librdkafka/rdkafka.h") # TestHooks.mock_* (test_hooks.c), Native::MockCluster (mock_cluster.c)
+# MockCluster#group_initial_rebalance_delay_ms (mock_cluster.c): the bundled librdkafka has it, 2.0.2 not
+have_func("rd_kafka_mock_group_initial_rebalance_delay_ms", %w[librdkafka/rdkafka.h librdkafka/rdkafka_mock.h])
 message "sluice: selector backend #{selector}\n"
 
 # After the checks: mkmf's probe programs are not warning-free.

@@ -138,6 +138,14 @@ static VALUE mock_broker_set_up(VALUE self, VALUE id) {
     return INT2FIX(rd_kafka_mock_broker_set_up(mock_open(self), NUM2INT(id)));
 }
 
+#ifdef HAVE_RD_KAFKA_MOCK_GROUP_INITIAL_REBALANCE_DELAY_MS
+/* #group_initial_rebalance_delay_ms(ms): how long a new group's first join waits for more members */
+static VALUE mock_group_initial_rebalance_delay_ms(VALUE self, VALUE ms) {
+    rd_kafka_mock_group_initial_rebalance_delay_ms(mock_open(self), NUM2INT(ms));
+    return Qnil;
+}
+#endif
+
 /* #destroy: releases the cluster and its handle, once (a second call, or one in a forked child, does nothing) */
 static VALUE mock_destroy(VALUE self) {
     mock_t *m;
@@ -161,6 +169,9 @@ void sluice_init_mock_cluster(void) {
     rb_define_method(klass, "broker_set_down", mock_broker_set_down, 1);
     rb_define_method(klass, "broker_set_up", mock_broker_set_up, 1);
     rb_define_method(klass, "destroy", mock_destroy, 0);
+#ifdef HAVE_RD_KAFKA_MOCK_GROUP_INITIAL_REBALANCE_DELAY_MS
+    rb_define_method(klass, "group_initial_rebalance_delay_ms", mock_group_initial_rebalance_delay_ms, 1);
+#endif
 }
 #else
 void sluice_init_mock_cluster(void) {}

@@ -135,6 +135,21 @@ module Sluice
       # @raise [ClosedError]
       def broker_up(id) = broker(id, :broker_set_up)
 
+      # How long a new consumer group's first join waits for more members
+      # (Kafka's group.initial.rebalance.delay.ms; the mock's default is 3000).
+      # 0 makes a spec that subscribes join at once.
+      # @param milliseconds [Integer]
+      # @raise [UnavailableError] the linked librdkafka's mock has no such setting (2.0.2)
+      # @raise [ClosedError]
+      def group_initial_rebalance_delay_ms=(milliseconds)
+        unless @native.respond_to?(:group_initial_rebalance_delay_ms)
+          raise UnavailableError, "librdkafka #{Sluice.librdkafka_version}'s mock cluster has no group.initial.rebalance.delay.ms"
+        end
+        raise ArgumentError, "the delay is an Integer >= 0 (ms), got #{milliseconds.inspect}" unless milliseconds.is_a?(Integer) && milliseconds >= 0
+
+        live { |native| native.group_initial_rebalance_delay_ms(milliseconds) }
+      end
+
       # Stops the brokers and releases the cluster; a second call does nothing.
       # Clients still connected see their brokers go away.
       # @return [nil]
