@@ -74,6 +74,17 @@ RSpec.describe Sluice::Testing::MockCluster, timeout: 30, skip: absent do
     successor&.close
   end
 
+  it "answers an admin's metadata and watermarks" do
+    producer.tap { |writer| writer.produce_sync(topic: "orders", partition: 1, payload: "a") }.close
+    admin = Sluice::Admin.new do |config|
+      config.kafka = mock_kafka.kafka
+      config.logger = Logger.new(nil)
+    end
+    expect([admin.describe_topic("orders")[:partitions].size, admin.watermark_offsets("orders", 1)]).to eq([2, [0, 1]])
+  ensure
+    admin&.close
+  end
+
   it "lets a group join at once when its initial rebalance delay is 0" do
     skip "librdkafka #{Sluice.librdkafka_version}'s mock has no group.initial.rebalance.delay.ms" unless join_delay
 
