@@ -33,6 +33,38 @@ module ParallelReads
     consumer
   end
 
+  # Each partition gets the keys in order. Key "slow"'s first block on
+  # partition 0 waits until `others` blocks of other keys finished; the log
+  # says when each block started and ended (read_concurrently and wait_pop:
+  # spec/support/parallel_read_examples.rb).
+  def run_keys(ordering, layout, others:)
+    firsts = layout.to_h { |p, keys| [p, produce(keys.each_with_index.map { |k, i| "#{k}-#{i}" }, partition: p, keys: keys)] }
+    consumer = reader(firsts)
+    log = Queue.new
+    others_done = Queue.new
+    total = layout.values.sum(&:size)
+    ended = 0
+    lock = Mutex.new
+    read_concurrently do
+      consumer.each_message(concurrency: 8, ordering: ordering) do |message|
+        record_where
+        log << [:start, message.partition, message.key, message.offset]
+        wait_pop(others_done) if message.key == "slow" && message.partition.zero? && message.offset == firsts[0]
+        log << [:end, message.partition, message.key, message.offset]
+        lock.synchronize do
+          ended += 1
+          others_done << true if message.key != "slow" && (others -= 1).zero?
+          consumer.stop if ended == total
+        end
+      end
+    end
+    Array.new(log.size) { log.pop }
+  end
+
+  def started_before_end(log, first, second)
+    log.index([:start, *second]) < log.index([:end, *first])
+  end
+
   # Reads in the calling thread what a new member of the group hands out, up to count messages.
   def reread(count, partition: 0)
     consumer = build_consumer
