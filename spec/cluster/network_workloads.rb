@@ -17,6 +17,8 @@ module NetworkWorkloads
   # What the example waits for, set by the producing threads: counts, each
   # change signalled, so nothing waits by sleeping.
   class Progress
+    include ConditionWait
+
     def initialize
       @lock = Mutex.new
       @changed = ConditionVariable.new
@@ -34,14 +36,8 @@ module NetworkWorkloads
 
     # Waits until the block, given the counts, is true.
     def await(seconds, what)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
       @lock.synchronize do
-        until yield(@counts)
-          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          raise "#{what}: not within #{seconds}s (#{@counts})" if left <= 0
-
-          @changed.wait(@lock, left)
-        end
+        wait_for(seconds) { yield(@counts) } or raise "#{what}: not within #{seconds}s (#{@counts})"
       end
     end
   end

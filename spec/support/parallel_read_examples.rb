@@ -12,8 +12,7 @@
 #   says (worker threads; fibers of the calling thread), never on the reader.
 RSpec.shared_examples "concurrent reads on any kind of worker" do
   it "runs concurrency blocks at once" do
-    first = produce(Array.new(8) { |i| "m#{i}" })
-    consumer = reader(0 => first)
+    consumer, first = reader_of(8)
     started = Queue.new
     all_running = Queue.new
     counts = { started: 0, finished: 0 }
@@ -49,8 +48,7 @@ RSpec.shared_examples "concurrent reads on any kind of worker" do
   end
 
   it "a raising block: running siblings finish, the error is raised, and the read goes back to the failed message" do
-    first = produce(Array.new(10) { |i| "m#{i}" })
-    consumer = reader(0 => first)
+    consumer, first = reader_of(10)
     failing = first + 3
     siblings_started = Queue.new
     raised = Queue.new
@@ -91,8 +89,7 @@ RSpec.shared_examples "concurrent reads on any kind of worker" do
   # Inside a block the read cannot end before close returns (it waits for
   # that block): close stops the read and takes effect when it returned.
   it "close inside a block returns at once, and closes once the running blocks finished" do
-    first = produce(Array.new(4) { |i| "m#{i}" })
-    consumer = reader(0 => first)
+    consumer, first = reader_of(4)
     sibling = Queue.new
     go = Queue.new
     closed_inside = nil

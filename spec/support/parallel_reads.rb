@@ -14,6 +14,13 @@ module ParallelReads
     reports.map(&:wait).first.offset
   end
 
+  # Produces count messages ("m0", "m1", ...) to partition 0.
+  # @return [Array(Sluice::Consumer, Integer)] a reader from the first of them, and its offset
+  def reader_of(count)
+    first = produce(Array.new(count) { |i| "m#{i}" })
+    [reader(0 => first), first]
+  end
+
   # The group's committed offset of the partition (-1001: none), as its next member sees it.
   def committed_offset(partition = 0)
     consumer = build_consumer

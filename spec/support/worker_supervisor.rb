@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "rspec/expectations"
+require_relative "condition_wait"
 
 # What every supervisor of worker processes (ConsumerGroups::Worker) shares:
 # the bench's clients (bench/upgrade/clients.rb) and the exactly-once slots
@@ -11,6 +12,8 @@ require "rspec/expectations"
 # what a worker that exited on its own looks like (#raise_exited) and what it
 # knows (#state).
 class WorkerSupervisor
+  include ConditionWait
+
   def initialize
     @lines = Queue.new
     @lock = Mutex.new
@@ -21,18 +24,11 @@ class WorkerSupervisor
   # A worker that exited on its own fails at once.
   # @return [Boolean] whether the block became true (false: only without raise_on_timeout)
   def await(what, seconds, raise_on_timeout: true)
-    deadline = now + seconds
     @lock.synchronize do
-      until yield
-        raise_exited
-        left = deadline - now
-        return false if left <= 0 && !raise_on_timeout
-        raise RSpec::Expectations::ExpectationNotMetError, "#{what}: not within #{seconds}s (#{state})" if left <= 0
-
-        @changed.wait(@lock, left)
-      end
+      return true if wait_for(seconds) { yield || raise_exited }
+      raise RSpec::Expectations::ExpectationNotMetError, "#{what}: not within #{seconds}s (#{state})" if raise_on_timeout
     end
-    true
+    false
   end
 
   def read(&) = @lock.synchronize(&)

@@ -69,8 +69,7 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
   # they wait, their ensure clauses run) and nothing is stored past them.
   { "waiting for a message" => 32, "waiting at the bound" => 4 }.each do |waiting, max_buffered|
     it "stopping the reader's task (#{waiting}) stops running blocks and stores nothing past them" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(10)
       running = Queue.new
       ended = Queue.new
       reader_task = reader_fiber = nil
@@ -103,8 +102,7 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
   # The reader's own fiber is then resuming (Task#stop resumes it): the
   # block cannot take Workers::Stop (FiberError), it ends on its own.
   it "a block stopping the reader's task ends on its own, the others are stopped" do
-    first = produce(Array.new(4) { |i| "m#{i}" })
-    consumer = reader(0 => first)
+    consumer, first = reader_of(4)
     others_running = Queue.new
     outcomes = Queue.new
     reader_task = reader_fiber = nil
@@ -137,8 +135,7 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
   end
 
   it "a stopped block whose ensure waits holds the reader back for Workers::KILL_WAIT, not for ever" do
-    first = produce(%w[m0])
-    consumer = reader(0 => first)
+    consumer, first = reader_of(1)
     running = Queue.new
     ensure_gate = Queue.new
     ensure_state = :not_reached
@@ -175,8 +172,7 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
   # thread (50 ms at a time) would leave the ticker a tick per 50 ms.
   { "for a message" => [4, 8], "at the bound" => [8, 4] }.each do |waiting, (count, max_buffered)|
     it "lets other fibers run while the reader waits #{waiting}" do
-      first = produce(Array.new(count) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, = reader_of(count)
       started = Queue.new
       release = Queue.new
       ticks = []

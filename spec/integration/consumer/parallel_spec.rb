@@ -87,8 +87,7 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
 
   describe "offsets" do
     it "commits nothing past a block that has not finished, however many after it finished" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(10)
       later_done = Queue.new
       finished = 0
       lock = Mutex.new
@@ -106,8 +105,7 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
     end
 
     it "commits past every message once all finished, in whatever order" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(10)
       later_done = Queue.new
       finished = 0
       lock = Mutex.new
@@ -126,8 +124,7 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
 
   describe "how a read ends" do
     it "#stop from another thread: running blocks finish and are stored, what did not start is read again" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(10)
       running = Queue.new
       go = Queue.new
       thread = Thread.new do
@@ -146,8 +143,7 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
     end
 
     it "close from another thread waits for running blocks, then commits them" do
-      first = produce(Array.new(4) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(4)
       running = Queue.new
       go = Queue.new
       thread = Thread.new do
@@ -171,8 +167,7 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
     # Thread#kill land once four blocks run.
     %i[timeout raise kill].each do |interrupt|
       it "an interrupt in the reader (#{interrupt}) ends running blocks and stores nothing past them" do
-        first = produce(Array.new(10) { |i| "m#{i}" })
-        consumer = reader(0 => first)
+        consumer, first = reader_of(10)
         running = Queue.new
         interrupted = Class.new(StandardError)
         reader_thread = Thread.new do
