@@ -1,9 +1,16 @@
 # frozen_string_literal: true
 
 # Helpers of the concurrent each_message specs (consumer/parallel_spec.rb on
-# threads, consumer/parallel_fibers_spec.rb on fibers); groups include it
-# explicitly (`include ParallelReads`) and define `topic`, `group` and `producer`.
+# threads, consumer/parallel_fibers_spec.rb on fibers, and the others that
+# include it explicitly: `include ParallelReads`). It gives them the topic they
+# share, a producer, and a consumer group of their own per example.
 module ParallelReads
+  def self.included(example_group)
+    example_group.let(:topic) { "sluice-spec-parallel" }
+    example_group.let(:group) { "sluice-spec-#{File.basename(self.class.metadata[:file_path], "_spec.rb")}-#{rand(1 << 30)}" }
+    example_group.let(:producer) { build_producer }
+  end
+
   def build_consumer(group_id: group, **kafka) = super(group_id: group_id, "auto.offset.reset": "earliest", **kafka)
 
   # Produces payloads (with keys, if given) to a partition; returns the first offset.

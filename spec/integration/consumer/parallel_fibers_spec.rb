@@ -14,9 +14,6 @@ require "English"
 RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (async)", :kafka do
   include ParallelReads
 
-  let(:topic) { "sluice-spec-parallel" }
-  let(:group) { "sluice-spec-parallel-fibers-#{rand(1 << 30)}" }
-  let(:producer) { build_producer }
   let(:injected) { Class.new(StandardError) }
   let(:caller_thread) { Thread.current }
   let(:where) { Queue.new } # [thread, fiber] of every block

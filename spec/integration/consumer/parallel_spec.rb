@@ -7,9 +7,6 @@
 # leaves nothing skipped. Synchronised on queues: a block waits for what the
 # example lets it do, never for time to pass.
 RSpec.describe "Consumer#each_message with concurrency", :kafka do
-  let(:topic) { "sluice-spec-parallel" }
-  let(:group) { "sluice-spec-parallel-#{rand(1 << 30)}" }
-  let(:producer) { build_producer }
   let(:injected) { Class.new(StandardError) }
 
   let(:where) { Queue.new } # the thread of every block
