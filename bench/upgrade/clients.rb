@@ -2,15 +2,16 @@
 
 require "fileutils"
 require "set"
+require_relative "../../spec/support/worker_supervisor"
 
 module Upgrade
   # The producers, the classic group's members and the lag poller of a run,
   # each a process of its own (ConsumerGroups::Worker: bench/upgrade/client.rb,
   # spec/support/scenarios/crash_consumer.rb), and what their lines said: when
   # each one last succeeded (an acked message, a message handed out, a lag
-  # answered), its errors, what was acked and seen. One thread reads every
-  # line; the run waits on a condition (#await), never on the clock.
-  class Clients
+  # answered), its errors, what was acked and seen (WorkerSupervisor: one
+  # thread reads every line; the run waits on a condition, never on the clock).
+  class Clients < WorkerSupervisor
     CLIENT = File.expand_path("client.rb", __dir__)
 
     Client = Struct.new(:kind, :name, :worker, :successes, :errors, :last_error_at, :owned, :started_at, :finished, :exited) do
@@ -20,16 +21,14 @@ module Upgrade
     attr_reader :acked, :seen, :produced, :exits
 
     def initialize(env)
+      super()
       @env = env
-      @lines = Queue.new
-      @lock = Mutex.new
-      @changed = ConditionVariable.new
       @clients = []
       @exits = [] # [name, stderr] of a client that exited on its own
       @acked = Hash.new { |hash, name| hash[name] = [] } # producer name => numbers acked
       @seen = Hash.new(0) # payload => times a group member handed it out
       @produced = {} # producer name => messages it produced
-      @reader = Thread.new { read_lines }
+      start_reading
     end
 
     # @param kind [Symbol] :producer, :consumer (crash_consumer.rb) or :lag
@@ -60,22 +59,6 @@ module Upgrade
 
     # The live clients (of a kind).
     def of(kind = nil) = @lock.synchronize { live.select { |client| kind.nil? || client.kind == kind } }
-
-    # Waits (at most seconds) until the block, run under the lock, is true.
-    # A client that exited on its own fails the run at once.
-    def await(what, seconds)
-      deadline = now + seconds
-      @lock.synchronize do
-        until yield
-          raise "a client exited on its own: #{@exits.map { |name, err| "#{name}:\n#{err}" }.join("\n")}" unless @exits.empty?
-
-          left = deadline - now
-          raise "#{what}: not within #{seconds}s (#{state})" if left <= 0
-
-          @changed.wait(@lock, left)
-        end
-      end
-    end
 
     # Every live client succeeded after time. Under the lock.
     def all_succeeded_since?(time) = live.all? { |client| (client.last_success_at || 0) > time }
@@ -116,8 +99,6 @@ module Upgrade
     # Clients whose end was not asked for. Under the lock.
     def live = @clients.reject(&:finished)
 
-    def read(&) = @lock.synchronize(&)
-
     # Each client's stderr into dir/NAME.err (every client has exited).
     def write_stderr(dir)
       FileUtils.rm_rf(dir)
@@ -125,10 +106,7 @@ module Upgrade
       @lock.synchronize { @clients.dup }.each { |client| File.write(File.join(dir, "#{client.name}.err"), client.worker.stderr_output) }
     end
 
-    def stop_reading
-      @lines << :stop
-      @reader.join(10)
-    end
+    public :stop_reading
 
     # One line per live client: its last success and error. Under the lock.
     def state
@@ -140,22 +118,8 @@ module Upgrade
 
     private
 
-    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-
-    def longest_pause(times, from, till)
-      inside = times.select { |at| at > from && at <= till }
-      after = times.find { |at| at > till } || till
-      [from, *inside, after].each_cons(2).map { |a, b| b - a }.max
-    end
-
-    def read_lines
-      while (item = @lines.pop) != :stop
-        @lock.synchronize do
-          record(*item)
-        ensure
-          @changed.broadcast
-        end
-      end
+    def raise_exited
+      raise "a client exited on its own: #{@exits.map { |name, err| "#{name}:\n#{err}" }.join("\n")}" unless @exits.empty?
     end
 
     def record(worker, line)
@@ -190,7 +154,5 @@ module Upgrade
       client.owned.clear
       @exits << ["#{client.name} (#{client.worker.status})", client.worker.stderr_output] unless client.finished
     end
-
-    def numbers(list) = list.to_s.split(",").map { |number| Integer(number) }
   end
 end

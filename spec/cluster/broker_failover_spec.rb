@@ -29,20 +29,9 @@ RSpec.describe "Broker failover", :cluster, timeout: 240 do
   # reports, 10 refused produces). Only versions tested are trusted.
   stale_metadata = Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.14")
 
-  before(:context) { TestCluster.start }
+  include ClusterScenario
+
   let(:topic) { TestCluster.create_topic("sluice-failover-#{SecureRandom.hex(4)}", 3) }
-
-  def cluster_producer(kafka:, **settings)
-    producer = build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS }.merge(kafka), **settings)
-    errors = Hash.new(0)
-    producer.monitor.subscribe("error.occurred") do |event|
-      error = event.payload[:error]
-      errors[error.respond_to?(:code) ? error.code : event.payload[:type]] += 1
-    end
-    [producer, errors]
-  end
-
-  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
   # librdkafka 2.0.2 believes one broker's stale metadata: a node that has
   # just been restarted can answer "unknown topic" for a topic that exists,

@@ -23,9 +23,7 @@ require "set"
 RSpec.describe "A consumer cut off its group coordinator for longer than its session", :cluster, timeout: 120 do
   count = 3_000
 
-  before(:context) { TestCluster.start }
-
-  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  include ClusterScenario
 
   def await(what, seconds)
     deadline = now + seconds

@@ -53,8 +53,9 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
   # committed this many more inputs around it (at most 30 s).
   outage_inputs = 600
 
+  include ClusterScenario
+
   before(:context) do
-    TestCluster.start
     @tag = SecureRandom.hex(4)
     @input, @output = TestCluster.create_topics(["sluice-eos-#{@tag}-in", "sluice-eos-#{@tag}-out"], partitions)
     @keep_topics = [] # the example adds to it (its ivars are copies of these: the array is shared)
@@ -79,8 +80,6 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
   define_method(:outage_inputs) { outage_inputs }
   define_method(:batch_seconds) { batch_seconds }
   define_method(:finish_within) { finish_within }
-
-  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
   # Through the nodes' INTERNAL listeners: what the checks see does not depend on the proxies.
   def admin
@@ -117,11 +116,7 @@ RSpec.describe "Exactly once under broker kills", :cluster, timeout: 360 do
 
   # @return [Hash{Integer => Integer}] the input's end offsets once every input is there
   def produce_inputs(tag)
-    producer = build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS, "enable.idempotence": true, "linger.ms": 20 })
-    handles = Array.new(inputs) { |i| producer.produce_async(topic: @input, partition: i % partitions, payload: "#{tag}:#{i}") }
-    failed = handles.map { |handle| handle.wait(max_wait_timeout: 60_000, raise_response_error: false) }.reject(&:success?)
-    raise "#{failed.size} inputs not delivered: #{failed.first.error}" unless failed.empty?
-
+    produce_acknowledged(inputs) { |i| { topic: @input, partition: i % partitions, payload: "#{tag}:#{i}" } }
     ends_of(@input)
   end
 

@@ -2,15 +2,16 @@
 
 require "open3"
 require "set"
+require_relative "../support/worker_supervisor"
 
 # The worker processes of spec/cluster/exactly_once_spec.rb: slots of
 # spec/support/scenarios/crash_consumer.rb in exactly-once mode, each slot
 # with its own transactional.id, which a restarted worker takes over (its
 # init fences the SIGKILLed predecessor and aborts its open transaction).
 # What the workers say on stdout is read by a thread of its own; the example
-# waits on it (#await), never on the clock.
+# waits on it (WorkerSupervisor#await), never on the clock.
 module ExactlyOnceWorkers
-  class Run
+  class Run < WorkerSupervisor
     Slot = Struct.new(:index, :txn_id, :worker, :generation, :kill_armed)
 
     attr_reader :slots, :committed, :committed_at, :failed, :reloaded, :kills
@@ -21,13 +22,11 @@ module ExactlyOnceWorkers
     # @param log_dir [String, nil] where to write each worker's stdout lines
     #   (timed) and stderr, for diagnosis
     def initialize(env, slots, txn_prefix, log_dir: nil)
+      super()
       @env = env
       @log_dir = log_dir
       @all = [] # [slot index, worker] of every worker started
       @started = now
-      @lines = Queue.new
-      @lock = Mutex.new
-      @changed = ConditionVariable.new
       @owned = {} # worker => Set of partitions
       @committed = Hash.new(0) # payload => committed transactions that reported it
       @committed_at = {} # payload => when the last of them was reported (monotonic clock)
@@ -41,25 +40,7 @@ module ExactlyOnceWorkers
       @last_line = {} # worker => [line, when]
       @slots = Array.new(slots) { |i| Slot.new(i, "#{txn_prefix}-#{i}", nil, 0, false) }
       @slots.each { |slot| start(slot) }
-      @reader = Thread.new { read_lines }
-    end
-
-    # Waits (at most seconds) until the block, run under the lock, is true.
-    # A worker that exited on its own fails at once.
-    # @return [Boolean] whether the block became true (false: only without raise_on_timeout)
-    def await(what, seconds, raise_on_timeout: true)
-      deadline = now + seconds
-      @lock.synchronize do
-        until yield
-          raise_exited
-          left = deadline - now
-          return false if left <= 0 && !raise_on_timeout
-          raise RSpec::Expectations::ExpectationNotMetError, "#{what}: not within #{seconds}s (#{state})" if left <= 0
-
-          @changed.wait(@lock, left)
-        end
-      end
-      true
+      start_reading
     end
 
     # Until a worker says something (at most seconds).
@@ -92,19 +73,13 @@ module ExactlyOnceWorkers
 
     # The longest time (s) without a committed transaction between from and
     # till (a commit after till ends the last pause; none: it lasts until till). Under the lock.
-    def longest_pause_between(from, till)
-      inside = @commit_times.select { |at| at > from && at <= till }
-      after = @commit_times.find { |at| at > till } || till
-      [from, *inside, after].each_cons(2).map { |a, b| b - a }.max
-    end
+    def longest_pause_between(from, till) = longest_pause(@commit_times, from, till)
 
     # Partitions some worker owns. Under the lock.
     def owned = @owned.values.reduce(Set.new, :|)
 
     # Workers owning at least one partition. Under the lock.
     def owners = @owned.count { |_, partitions| partitions.any? }
-
-    def read(&) = @lock.synchronize(&)
 
     # SIGKILLs slot index's worker at its next "open" line (inside a
     # transaction: its copies produced, its input offsets added, not
@@ -146,8 +121,6 @@ module ExactlyOnceWorkers
     def stderr_of_all = @slots.map { |slot| "slot #{slot.index}:\n#{slot.worker.stderr_output}" }.join("\n")
 
     private
-
-    def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
     def start(slot)
       slot.worker = ConsumerGroups::Worker.new(@env.merge("TXN_ID" => slot.txn_id, "BATCH_SECONDS" => @pace.to_s), @lines)
@@ -192,8 +165,7 @@ module ExactlyOnceWorkers
     end
 
     def stop_reading
-      @lines << :stop
-      @reader.join(10)
+      super
       @logs&.each_value(&:close)
     end
 
@@ -204,16 +176,6 @@ module ExactlyOnceWorkers
     end
 
     def slot_of(worker) = @slots.find { |slot| slot.worker.equal?(worker) }
-
-    def read_lines
-      while (item = @lines.pop) != :stop
-        @lock.synchronize do
-          record(*item)
-        ensure
-          @changed.broadcast
-        end
-      end
-    end
 
     def record(worker, line)
       log(worker, line.to_s)
@@ -256,7 +218,5 @@ module ExactlyOnceWorkers
       @owned.delete(worker)
       @exited << [slot.index, worker.stderr_output] if slot && !@finishing
     end
-
-    def numbers(list) = list.to_s.split(",").map { |number| Integer(number) }
   end
 end

@@ -33,11 +33,9 @@ RSpec.describe "Network faults", :cluster, timeout: 240 do
     "reset storm on every node" => ->(_leader) { Toxiproxy::Faults.reset(Toxiproxy::NODES) }
   }
 
-  before(:context) do
-    TestCluster.start
-    raise "toxiproxy is not answering on #{Toxiproxy::API} (bin/kafka cluster start runs it)" unless Toxiproxy.running?
+  include ClusterScenario::NetworkFaults
 
-    Toxiproxy.reset
+  before(:context) do
     # Up front (a first message to a missing topic waits for its creation), and
     # per fault: what one example left in a topic must not count in the next.
     @topics = faults.keys.each_with_index.to_h do |name, index|
@@ -46,23 +44,10 @@ RSpec.describe "Network faults", :cluster, timeout: 240 do
     end
   end
 
-  # A fault must never outlive its example.
-  after { Toxiproxy.reset }
-
   define_method(:outage) { outage }
   define_method(:rate) { rate }
 
-  def cluster_producer(**kafka)
-    producer = build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS }.merge(NetworkWorkloads::TIMEOUTS, kafka))
-    errors = Hash.new(0)
-    producer.monitor.subscribe("error.occurred") do |event|
-      error = event.payload[:error]
-      errors[error.respond_to?(:code) ? error.code : event.payload[:type]] += 1
-    end
-    [producer, errors]
-  end
-
-  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  def faulted_producer(**kafka) = cluster_producer(kafka: NetworkWorkloads::TIMEOUTS.merge(kafka))
 
   # The fault for outage seconds; a storm is five short ones, a second apart.
   # (These sleeps are the fault's duration, not a wait for anything.)
@@ -101,8 +86,8 @@ RSpec.describe "Network faults", :cluster, timeout: 240 do
       group = NetworkWorkloads::Group.new(idempotent_topic, 3)
       group.await_members
       progress = NetworkWorkloads::Progress.new
-      idempotent_producer, idempotent_errors = cluster_producer("enable.idempotence": true)
-      transactional_producer, = cluster_producer("transactional.id": "sluice-netfault-#{SecureRandom.hex(4)}")
+      idempotent_producer, idempotent_errors = faulted_producer("enable.idempotence": true)
+      transactional_producer, = faulted_producer("transactional.id": "sluice-netfault-#{SecureRandom.hex(4)}")
       idempotent = NetworkWorkloads::IdempotentLoad.new(idempotent_producer, idempotent_topic, progress, per_second: rate)
       transactional = NetworkWorkloads::TransactionalLoad.new(transactional_producer, transactional_topic, progress)
 
@@ -147,7 +132,7 @@ RSpec.describe "Network faults", :cluster, timeout: 240 do
     it "#{name}: flush, close and commit started during the fault return within their timeouts, every message reported" do
       topic = @topics.fetch(name).last
       fault = build.call(TestCluster.leader(topic, 0))
-      producer, = cluster_producer("enable.idempotence": true)
+      producer, = faulted_producer("enable.idempotence": true)
       # Connected to every leader before the fault. Setup, not the calls under test: it may wait for what
       # the previous example's fault or the topics' creation left settling (CI once took over 5 s here).
       3.times { |partition| producer.produce_async(topic: topic, partition: partition, payload: "before").wait(max_wait_timeout: 30_000) }

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "set"
+require_relative "../support/worker_supervisor"
 
 # The clients that run through a network fault in spec/cluster/network_faults_spec.rb:
 # producers at a steady pace, and what they sent, to compare with what a
@@ -16,6 +17,8 @@ module NetworkWorkloads
   # What the example waits for, set by the producing threads: counts, each
   # change signalled, so nothing waits by sleeping.
   class Progress
+    include ConditionWait
+
     def initialize
       @lock = Mutex.new
       @changed = ConditionVariable.new
@@ -33,14 +36,8 @@ module NetworkWorkloads
 
     # Waits until the block, given the counts, is true.
     def await(seconds, what)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
       @lock.synchronize do
-        until yield(@counts)
-          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          raise "#{what}: not within #{seconds}s (#{@counts})" if left <= 0
-
-          @changed.wait(@lock, left)
-        end
+        wait_for(seconds) { yield(@counts) } or raise "#{what}: not within #{seconds}s (#{@counts})"
       end
     end
   end
@@ -154,64 +151,57 @@ module NetworkWorkloads
 
   # A consumer group of two processes (spec/support/scenarios/crash_consumer.rb,
   # at least once), reading the idempotent producer's topic through the proxies.
-  class Group
-    attr_reader :rebalances
-
+  class Group < WorkerSupervisor
     def initialize(topic, partitions)
+      super()
       @partitions = Set.new(0...partitions)
-      @lines = Queue.new
       @seen = Hash.new(0) # payload => times handed out
       @owned = Hash.new { |hash, key| hash[key] = Set.new }
       @rebalances = 0
       env = { "KAFKA_BROKERS" => TestCluster::BROKERS, "SLUICE_POLLING_MODE" => TestKafka::MODE.to_s,
               "GROUP" => "sluice-netfault-#{SecureRandom.hex(4)}", "INPUT" => topic }
       @workers = Array.new(2) { ConsumerGroups::Worker.new(env, @lines) }
+      start_reading
     end
 
     # Until both members own partitions, and together all of them.
     def await_members(seconds = 60)
-      read_lines(seconds, "both members sharing every partition") do
+      await("both members sharing every partition", seconds) do
         @workers.all? { |worker| @owned[worker].any? } && @owned.values.reduce(:|) == @partitions
       end
-      @rebalances = 0 # from here on, rebalances the faults caused
+      read { @rebalances = 0 } # from here on, rebalances the faults caused
     end
+
+    def rebalances = read { @rebalances }
 
     # Until every one of payloads was handed out at least once.
     # @return [Boolean] false when seconds passed first (#tally says what is missing)
     def await_seen(payloads, seconds = 120)
-      read_lines(seconds, "every message handed out", raise_on_timeout: false) { payloads.all? { |payload| @seen.key?(payload) } }
+      await("every message handed out", seconds, raise_on_timeout: false) { payloads.all? { |payload| @seen.key?(payload) } }
     end
 
     # @return [Hash] missing:, more_than_once: (payloads handed out twice or more)
     def tally(payloads)
-      { missing: payloads.count { |payload| !@seen.key?(payload) }, more_than_once: payloads.count { |payload| @seen[payload] > 1 } }
+      read { { missing: payloads.count { |payload| !@seen.key?(payload) }, more_than_once: payloads.count { |payload| @seen[payload] > 1 } } }
     end
 
-    def finish = @workers.each(&:finish)
+    def finish
+      @workers.each(&:finish)
+      stop_reading
+    end
 
-    def kill = @workers.each { |worker| worker.kill if worker.running? }
+    def kill
+      @workers.each { |worker| worker.kill if worker.running? }
+      stop_reading
+    end
+
+    # Under the lock.
+    def state = "#{@seen.size} handed out, #{@rebalances} rebalances"
 
     private
 
-    def read_lines(seconds, what, raise_on_timeout: true)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
-      until yield
-        left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        raise "#{what}: the member processes exited\n#{@workers.map(&:stderr_output).join("\n")}" if @workers.none?(&:running?)
-        return false if left <= 0 && !raise_on_timeout
-        raise "#{what}: not within #{seconds}s" if left <= 0
-
-        worker, line = next_line([left, 1].min)
-        record(worker, line) if worker
-      end
-      true
-    end
-
-    # Queue#pop has no timeout before Ruby 3.2.
-    def next_line(seconds)
-      Timeout.timeout(seconds) { @lines.pop }
-    rescue Timeout::Error
-      nil
+    def raise_exited
+      raise "the member processes exited\n#{@workers.map(&:stderr_output).join("\n")}" if @workers.none?(&:running?)
     end
 
     def record(worker, line)
@@ -224,8 +214,6 @@ module NetworkWorkloads
       when "revoked" then @owned[worker].subtract(numbers(rest))
       end
     end
-
-    def numbers(list) = list.to_s.split(",").map { |number| Integer(number) }
   end
 
   # What was sent against what a reader found: the key of a message is

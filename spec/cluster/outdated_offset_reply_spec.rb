@@ -15,7 +15,7 @@ unpatched = ENV["SLUICE_USE_SYSTEM_LIBRDKAFKA"] == "1" && "the system's librdkaf
 RSpec.describe "A consumer's outdated offset answer", :cluster, timeout: 120, skip: unpatched do
   count = 20_000
 
-  before(:context) { TestCluster.start }
+  include ClusterScenario
 
   it "does not move a partition that already fetches from its new position" do
     topic = TestCluster.create_topic("sluice-outdated-offset-#{SecureRandom.hex(4)}", 1)

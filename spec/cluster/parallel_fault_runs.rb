@@ -1,72 +1,64 @@
 # frozen_string_literal: true
 
 require "set"
-require "timeout"
+require_relative "../support/worker_supervisor"
 
 # spec/cluster/parallel_faults_spec.rb's member processes and what they saw.
-class ParallelFaultRuns
+# Members are SIGKILLed on purpose: one that exits does not fail the run.
+class ParallelFaultRuns < WorkerSupervisor
   def initialize(env)
+    super()
     @env = env
-    @lines = Queue.new
     @seen = Hash.new { |hash, worker| hash[worker] = [] } # worker => payloads in start order
     @workers = []
     @distinct = Set.new
+    start_reading
   end
-
-  attr_reader :workers
 
   def start
     worker = ConsumerGroups::Worker.new(@env, @lines)
-    @workers << worker
+    @lock.synchronize { @workers << worker }
     worker
   end
 
-  # Reads lines until the block is true, at most seconds.
-  def await(what, seconds)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
-    until yield
-      raise "#{what}: not within #{seconds}s (#{total_seen} handed out; #{state})" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-      worker, line = next_line
-      record(worker, line) if worker
-    end
-  end
-
+  # Payloads handed out, every time counted. Under the lock (#await's block).
   def total_seen = @seen.sum { |_, list| list.size }
 
-  # How many different payloads were handed out.
+  # How many different payloads were handed out. Under the lock.
   def distinct = @distinct.size
 
-  # Each run: its pid, whether it runs, how many it handed out.
-  def state = @workers.map { |worker| "#{worker.pid} #{worker.running? ? "running" : "gone"} #{@seen[worker].size}" }.join(", ")
-
-  # @return [Hash{String => Integer}] payload => times handed out, over every run
-  def tally = @seen.values.flatten.tally
-
-  # Per run and key: a message seen for the first time in the run after a later one of its key.
-  def violations
-    @seen.sum do |_, payloads|
-      highest = Hash.new(-1)
-      first_time = {}
-      payloads.count do |payload|
-        next false if first_time.key?(payload)
-
-        first_time[payload] = true
-        _, key, seq = payload.split(":")
-        seq = Integer(seq)
-        (seq < highest[key]).tap { highest[key] = [highest[key], seq].max }
-      end
-    end
+  # Each run: its pid, whether it runs, how many it handed out. Under the lock.
+  def state
+    runs = @workers.map { |worker| "#{worker.pid} #{worker.running? ? "running" : "gone"} #{@seen[worker].size}" }
+    "#{total_seen} handed out; #{runs.join(", ")}"
   end
 
-  def kill_all = @workers.each { |worker| worker.kill if worker.running? }
+  # @return [Hash{String => Integer}] payload => times handed out, over every run
+  def tally = read { @seen.values.flatten.tally }
+
+  # Per run and key: a message seen for the first time in the run after a later one of its key.
+  def violations = read { @seen.sum { |_, payloads| violations_in(payloads) } }
+
+  def kill_all
+    read { @workers.dup }.each { |worker| worker.kill if worker.running? }
+    stop_reading
+  end
 
   private
 
-  def next_line
-    Timeout.timeout(0.5) { @lines.pop }
-  rescue Timeout::Error
-    nil
+  def raise_exited = nil
+
+  def violations_in(payloads)
+    highest = Hash.new(-1)
+    first_time = {}
+    payloads.count do |payload|
+      next false if first_time.key?(payload)
+
+      first_time[payload] = true
+      _, key, seq = payload.split(":")
+      seq = Integer(seq)
+      (seq < highest[key]).tap { highest[key] = [highest[key], seq].max }
+    end
   end
 
   def record(worker, line)

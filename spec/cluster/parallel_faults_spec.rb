@@ -26,26 +26,19 @@ RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
   partitions = 6
   keys = 600
 
+  include ClusterScenario
+
   before(:context) do
-    TestCluster.start
     @tag = SecureRandom.hex(4)
     @topic, = TestCluster.create_topics(["sluice-parallel-faults-#{@tag}"], partitions)
   end
-
-  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
   # Every member's position changes (spec/support/scenarios/positions.rb), kept after the run.
   def position_log(tag) = File.expand_path("../../tmp/positions-parallel-faults-#{tag}.log", __dir__)
 
   # Payload "tag:key:seq"; the key decides the partition (the producer's partitioner).
   def produce_input(tag, messages, keys)
-    producer = build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS, "enable.idempotence": true, "linger.ms": 20 })
-    handles = Array.new(messages) do |i|
-      key = "k#{i % keys}"
-      producer.produce_async(topic: @topic, key: key, payload: "#{tag}:#{key}:#{i / keys}")
-    end
-    failed = handles.map { |handle| handle.wait(max_wait_timeout: 60_000, raise_response_error: false) }.reject(&:success?)
-    raise "#{failed.size} messages not delivered: #{failed.first.error}" unless failed.empty?
+    produce_acknowledged(messages) { |i| { topic: @topic, key: "k#{i % keys}", payload: "#{tag}:k#{i % keys}:#{i / keys}" } }
   end
 
   it "hands out every message while members are SIGKILLed, join and leave, and a node is SIGKILLed (concurrency 64, :key)" do

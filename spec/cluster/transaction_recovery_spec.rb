@@ -16,18 +16,12 @@ RSpec.describe "A transactional producer after connections were refused past tra
   # bin/kafka), so the coordinator has aborted it before any client is back.
   outage = 12
 
-  before(:context) do
-    TestCluster.start
-    raise "toxiproxy is not answering on #{Toxiproxy::API} (bin/kafka cluster start runs it)" unless Toxiproxy.running?
+  include ClusterScenario::NetworkFaults
 
-    Toxiproxy.reset
+  before(:context) do
     @topic = "sluice-txn-recovery-#{SecureRandom.hex(4)}"
     TestCluster.create_topics([@topic], 1)
   end
-
-  after { Toxiproxy.reset }
-
-  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
   def transactional_producer
     build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS, "transactional.id": "sluice-recovery-#{SecureRandom.hex(6)}",

@@ -5,13 +5,7 @@
 # in an encoding error, and numbers the native call raised RangeError for.
 # No broker: the client points nowhere, and nothing here reaches it.
 RSpec.describe Sluice::Admin do
-  subject(:admin) do
-    described_class.new do |config|
-      config.kafka = { "bootstrap.servers": "127.0.0.1:1" }
-      config.max_wait_timeout = 1_000
-      config.logger = Logger.new(nil)
-    end
-  end
+  subject(:admin) { build_unreachable_admin }
 
   after { admin.close }
 

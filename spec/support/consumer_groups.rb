@@ -2,6 +2,7 @@
 
 require "open3"
 require "set"
+require_relative "condition_wait"
 
 # Helpers of the consumer-group specs (spec/integration/consumer/groups_spec.rb,
 # consumer/crash_recovery_spec.rb); groups include it explicitly
@@ -108,6 +109,8 @@ module ConsumerGroups
   # What a group's members share with the example: one lock and one
   # condition, signalled on every change, that the example waits on.
   class Board
+    include ConditionWait
+
     # Payloads handed out by any member (under the lock).
     attr_reader :seen
 
@@ -130,16 +133,8 @@ module ConsumerGroups
     def inspect = "#<#{self.class.name} #{@seen.size} seen>"
 
     # Waits (at most seconds) until the block, run under the lock, is true.
-    def await(what, seconds = 30)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
-      @lock.synchronize do
-        until yield
-          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          raise RSpec::Expectations::ExpectationNotMetError, "#{what}: not within #{seconds}s" if left <= 0
-
-          @changed.wait(@lock, left)
-        end
-      end
+    def await(what, seconds = 30, &condition)
+      @lock.synchronize { wait_for(seconds, &condition) } or raise RSpec::Expectations::ExpectationNotMetError, "#{what}: not within #{seconds}s"
     end
   end
 

@@ -76,6 +76,15 @@ module SpecHelpers
     build_producer(kafka: { "bootstrap.servers": UNREACHABLE }.merge(kafka), **settings, &block)
   end
 
+  # An admin client that reaches no broker: for what it refuses or decides before anything is sent.
+  def build_unreachable_admin
+    Sluice::Admin.new do |config|
+      config.kafka = { "bootstrap.servers": UNREACHABLE }
+      config.max_wait_timeout = 1_000
+      config.logger = Logger.new(nil)
+    end
+  end
+
   # Waits (at most `seconds`) for an item on a Queue; fails the example instead of hanging.
   def pop_within(queue, seconds = 10)
     Timeout.timeout(seconds, RuntimeError, "nothing arrived on the queue within #{seconds}s") { queue.pop }

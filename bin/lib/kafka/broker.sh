@@ -2,7 +2,8 @@
 # One KRaft broker process (broker and controller in one JVM), whichever one the per-broker variables name
 # (DIR, DATA, PROPS, LOG4J, LOGFILE, OUTFILE, PIDFILE, HEAP_OPTS, READY_PORTS, WHERE): the single broker's
 # by default (single.sh), cluster node N's after `cluster_node N` (cluster.sh). Finding it by its
-# server.properties, formatting its storage, launching it detached, waiting until it is ready.
+# server.properties, the settings every broker of ours has, starting it (broker_start: its config, its
+# storage formatted, launched detached), waiting until it is ready.
 
 KAFKA_JVM_OPTS="${KAFKA_JVM_OPTS:-}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
@@ -35,6 +36,29 @@ random_cluster_id() { # 16 random bytes, url-safe base64 without padding (22 cha
     id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
     [[ ${#id} -eq 22 && "$id" != -* ]] && { echo "$id"; return; }
   done
+}
+
+# The server.properties lines the single broker and every cluster node share (each config includes them).
+shared_settings() {
+  cat <<EOF
+process.roles=broker,controller
+controller.listener.names=CONTROLLER
+log.dirs=${DATA}
+offsets.topic.num.partitions=5
+transaction.state.log.num.partitions=5
+group.initial.rebalance.delay.ms=0
+# A transaction open past its transaction.timeout.ms is aborted (and its producer's epoch bumped)
+# within a second of expiring, not within the default 10 s: the specs of a producer outliving an
+# outage (issue 46) see the broker's abort at a time they can count on.
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
+# KIP-848's consumer groups (Kafka 4; unknown to 3.x, which only warns): the broker sets the members'
+# heartbeat and session. A member learns of a rebalance at its next heartbeat, so Kafka's 5 s paces
+# every rebalance; 500 ms here, the classic members' heartbeat.interval.ms in the specs.
+group.consumer.min.heartbeat.interval.ms=500
+group.consumer.heartbeat.interval.ms=500
+group.consumer.min.session.timeout.ms=6000
+group.consumer.session.timeout.ms=10000
+EOF
 }
 
 write_log4j() {
@@ -104,6 +128,30 @@ format_storage() { # format_storage CLUSTER_ID [StorageTool options]
     prefix <"$DIR/format.log" >&2
     die "formatting storage failed"
   fi
+}
+
+# Starts the broker unless it runs (or is starting): RUNNING=1 then, its pid in LAUNCHED. Otherwise
+# none of PORTS may be taken; CONFIGURE (a function) writes its files, its storage is formatted with
+# CLUSTER_ID (and StorageTool's options) unless it was (FORMATTED=0 when it is now), and it is
+# launched: RUNNING=0, its pid in LAUNCHED. The caller waits until it is ready (wait_ready).
+broker_start() { # broker_start "PORTS" "PORT VARIABLES" CONFIGURE CLUSTER_ID [StorageTool options]
+  local ports="$1" variables="$2" configure="$3" p
+  shift 3
+  RUNNING=0
+  FORMATTED=1
+  if LAUNCHED="$(broker_pid)"; then
+    echo "$LAUNCHED" >"$PIDFILE"
+    RUNNING=1
+    return 0
+  fi
+  for p in $ports; do
+    if port_open "$p"; then
+      die "${HOST}:$p is already in use by another process (not bin/kafka's broker ${DIR##*/}); stop it or set $variables"
+    fi
+  done
+  "$configure"
+  [[ -f "$DATA/meta.properties" ]] || { format_storage "$@"; FORMATTED=0; }
+  launch
 }
 
 launch() { # starts the broker configured in $PROPS in the background; its pid in LAUNCHED

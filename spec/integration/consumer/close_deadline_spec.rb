@@ -7,10 +7,6 @@
 # Before, close returned nil after its timeout with the consumer still open
 # and in its group, and the real close came once finish_within (30 s) ran out.
 RSpec.describe "Consumer close from another thread while a concurrent block is stuck", :kafka do
-  let(:topic) { "sluice-spec-parallel" }
-  let(:group) { "sluice-spec-close-deadline-#{rand(1 << 30)}" }
-  let(:producer) { build_producer }
-
   include ParallelReads
 
   close_timeout = 2_000 # ms

@@ -9,10 +9,6 @@
 RSpec.describe "Consumer#each_message with concurrency: what finished above a held message", :kafka,
                skip: (Gem::Version.new(Sluice.librdkafka_version) < Gem::Version.new("2.2") &&
                       "librdkafka #{Sluice.librdkafka_version} drops an offset's metadata on rd_kafka_offsets_store") do
-  let(:topic) { "sluice-spec-parallel" }
-  let(:group) { "sluice-spec-finished-#{rand(1 << 30)}" }
-  let(:producer) { build_producer }
-
   include ParallelReads
 
   # Payloads of this example's own (other examples may write to the topic meanwhile).

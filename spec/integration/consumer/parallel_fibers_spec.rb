@@ -14,9 +14,6 @@ require "English"
 RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (async)", :kafka do
   include ParallelReads
 
-  let(:topic) { "sluice-spec-parallel" }
-  let(:group) { "sluice-spec-parallel-fibers-#{rand(1 << 30)}" }
-  let(:producer) { build_producer }
   let(:injected) { Class.new(StandardError) }
   let(:caller_thread) { Thread.current }
   let(:where) { Queue.new } # [thread, fiber] of every block
@@ -44,117 +41,23 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
     expect(fibers.map(&:blocking?)).to all(be(false))
   end
 
-  it "runs concurrency blocks at once, as fibers of the scheduler in the calling thread" do
-    first = produce(Array.new(16) { |i| "m#{i}" })
-    consumer = reader(0 => first)
-    started = 0
-    all_started = Queue.new
-    reader_fiber = nil
+  # The shared examples' read (spec/support/parallel_read_examples.rb): in a reactor, on its task's fiber.
+  def read_concurrently
     in_reactor do
-      reader_fiber = Fiber.current
-      consumer.each_message(concurrency: 16, ordering: :none) do |message|
-        record_where
-        16.times { all_started << true } if (started += 1) == 16 # no fiber goes on until all 16 run at once
-        pop_in_time(all_started)
-        consumer.stop if message.offset == first + 15
-      end
+      @reader_fiber = Fiber.current
+      yield
+      nil # a task whose value is an exception raises it from #wait
     end
-    expect(started).to eq(16)
-    expect_fibers_of_caller(reader_fiber, at_least: 16)
+  end
+
+  def wait_pop(queue, seconds = 20) = pop_in_time(queue, seconds)
+
+  def expect_blocks_off_reader(at_least:)
+    expect_fibers_of_caller(@reader_fiber, at_least: at_least)
     expect(Thread.list.map(&:name)).not_to include(/\Asluice\.consumer-worker/)
   end
 
-  it "close inside a block returns at once, and closes once the running blocks finished" do
-    first = produce(Array.new(4) { |i| "m#{i}" })
-    consumer = reader(0 => first)
-    sibling = Queue.new
-    go = Queue.new
-    closed_inside = nil
-    reader_fiber = nil
-    in_reactor do
-      reader_fiber = Fiber.current
-      consumer.each_message(concurrency: 2, ordering: :none, max_buffered: 2) do |message|
-        record_where
-        next (sibling << true) && pop_in_time(go) unless message.offset == first + 1
-
-        pop_in_time(sibling) # the other block runs, and waits for go
-        consumer.close(timeout: 60_000)
-        closed_inside = consumer.closed?
-        go << true
-      end
-    end
-    expect(closed_inside).to be(false) # close returned, the read still ran
-    expect(consumer).to be_closed
-    expect(committed_offset).to eq(first + 2)
-    expect_fibers_of_caller(reader_fiber, at_least: 2)
-  end
-
-  it ":key runs other keys past a slow one, and each key's messages in order" do
-    keys = %w[slow slow a b a b]
-    first = produce(keys.each_with_index.map { |k, i| "#{k}-#{i}" }, keys: keys)
-    consumer = reader(0 => first)
-    log = []
-    others_done = Queue.new
-    others = 4
-    reader_fiber = nil
-    in_reactor do
-      reader_fiber = Fiber.current
-      consumer.each_message(concurrency: 8, ordering: :key) do |message|
-        record_where
-        log << [:start, message.key, message.offset]
-        pop_in_time(others_done) if message.offset == first # the first "slow" waits for the four others
-        log << [:end, message.key, message.offset]
-        others_done << true if message.key != "slow" && (others -= 1).zero?
-        consumer.stop if log.count { |event, _| event == :end } == keys.size
-      end
-    end
-    ended = log.select { |event, _| event == :end }.map { |_, key, _| key }
-    expect(ended.first(4).sort).to eq(%w[a a b b]) # past the slow key
-    %w[slow a b].each do |key|
-      events = log.select { |_, k, _| k == key }
-      offsets = events.map(&:last)
-      expect(events.map(&:first)).to eq(%i[start end start end]) # one at a time
-      expect(offsets).to eq(offsets.sort) # in order
-    end
-    expect_fibers_of_caller(reader_fiber, at_least: 2) # the slow block's and the others'
-  end
-
-  it "a raising block: running siblings finish, the error is raised, and the read goes back to the failed message" do
-    first = produce(Array.new(10) { |i| "m#{i}" })
-    consumer = reader(0 => first)
-    failing = first + 3
-    siblings_started = Queue.new
-    raised = Queue.new
-    started = []
-    error = nil
-    reader_fiber = nil
-    in_reactor do
-      reader_fiber = Fiber.current
-      consumer.each_message(concurrency: 4, ordering: :none) do |message|
-        record_where
-        started << message.offset
-        if message.offset == failing
-          3.times { pop_in_time(siblings_started) }
-          raised << true
-          raise injected, "boom"
-        end
-        next unless message.offset > failing
-
-        siblings_started << message.offset
-        pop_in_time(raised)
-        raised << true # for the next sibling
-      end
-    rescue injected => e
-      error = e
-      nil # a task whose value is an exception raises it from #wait
-    end
-    expect(error&.message).to eq("boom")
-    expect(started.sort).to eq((first..(first + 6)).to_a) # nothing started after the error
-    expect_fibers_of_caller(reader_fiber, at_least: 4)
-    consumer.close
-    expect(committed_offset).to eq(failing) # the siblings finished above it are not stored past it
-    expect(reread(2)).to eq([failing, failing + 1])
-  end
+  include_examples "concurrent reads on any kind of worker"
 
   # Async's Task#stop raises Async::Stop into the reader where it waits: in
   # Inbox#take (nothing more to take) or in Workers#wait_for_finish (the
@@ -163,8 +66,7 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
   # they wait, their ensure clauses run) and nothing is stored past them.
   { "waiting for a message" => 32, "waiting at the bound" => 4 }.each do |waiting, max_buffered|
     it "stopping the reader's task (#{waiting}) stops running blocks and stores nothing past them" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(10)
       running = Queue.new
       ended = Queue.new
       reader_task = reader_fiber = nil
@@ -197,8 +99,7 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
   # The reader's own fiber is then resuming (Task#stop resumes it): the
   # block cannot take Workers::Stop (FiberError), it ends on its own.
   it "a block stopping the reader's task ends on its own, the others are stopped" do
-    first = produce(Array.new(4) { |i| "m#{i}" })
-    consumer = reader(0 => first)
+    consumer, first = reader_of(4)
     others_running = Queue.new
     outcomes = Queue.new
     reader_task = reader_fiber = nil
@@ -231,8 +132,7 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
   end
 
   it "a stopped block whose ensure waits holds the reader back for Workers::KILL_WAIT, not for ever" do
-    first = produce(%w[m0])
-    consumer = reader(0 => first)
+    consumer, first = reader_of(1)
     running = Queue.new
     ensure_gate = Queue.new
     ensure_state = :not_reached
@@ -269,8 +169,7 @@ RSpec.describe "Consumer#each_message with concurrency under a fiber scheduler (
   # thread (50 ms at a time) would leave the ticker a tick per 50 ms.
   { "for a message" => [4, 8], "at the bound" => [8, 4] }.each do |waiting, (count, max_buffered)|
     it "lets other fibers run while the reader waits #{waiting}" do
-      first = produce(Array.new(count) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, = reader_of(count)
       started = Queue.new
       release = Queue.new
       ticks = []

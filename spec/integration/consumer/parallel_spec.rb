@@ -7,78 +7,36 @@
 # leaves nothing skipped. Synchronised on queues: a block waits for what the
 # example lets it do, never for time to pass.
 RSpec.describe "Consumer#each_message with concurrency", :kafka do
-  let(:topic) { "sluice-spec-parallel" }
-  let(:group) { "sluice-spec-parallel-#{rand(1 << 30)}" }
-  let(:producer) { build_producer }
   let(:injected) { Class.new(StandardError) }
+
+  let(:where) { Queue.new } # the thread of every block
 
   include ParallelReads
 
-  it "runs up to concurrency blocks at once" do
-    first = produce(Array.new(8) { |i| "m#{i}" })
-    consumer = reader(0 => first)
-    arrived = Queue.new
-    go = Queue.new
-    seen = Queue.new
-    thread = Thread.new do
-      consumer.each_message(concurrency: 4, ordering: :none) do |message|
-        arrived << message.offset
-        go.pop
-        seen << message.offset
-        consumer.stop if seen.size == 8
-      end
+  # Reads in a thread of its own, as an application's reader thread would.
+  def read_concurrently(&)
+    @reader_thread = Thread.new do
+      Thread.current.report_on_exception = false # its error is raised by #value below
+      yield
     end
-    running = Array.new(4) { pop_within(arrived) }
-    expect(running.sort).to eq((first...(first + 4)).to_a)
-    8.times { go << true }
-    thread.join(30) or raise "each_message did not return"
-    expect(seen.size).to eq(8)
+    @reader_thread.join(30) or raise "each_message did not return"
+    @reader_thread.value
   end
 
+  def wait_pop(queue, seconds = 20) = pop_within(queue, seconds)
+
+  def record_where = where << Thread.current
+
+  # Every block ran on the read's worker threads.
+  def expect_blocks_off_reader(at_least:)
+    threads = Array.new(where.size) { where.pop }.uniq
+    expect(threads.size).to be >= at_least
+    expect(threads.map(&:name)).to all(match(/\Asluice\.consumer-worker/))
+  end
+
+  include_examples "concurrent reads on any kind of worker"
+
   describe "ordering" do
-    # Each partition gets the keys in order. Key "slow"'s first block on
-    # partition 0 waits until `others` blocks of other keys finished; the
-    # log says when each block started and ended.
-    def run_keys(ordering, layout, others:)
-      firsts = layout.to_h { |p, keys| [p, produce(keys.each_with_index.map { |k, i| "#{k}-#{i}" }, partition: p, keys: keys)] }
-      consumer = reader(firsts)
-      log = Queue.new
-      others_done = Queue.new
-      total = layout.values.sum(&:size)
-      ended = 0
-      lock = Mutex.new
-      consumer.each_message(concurrency: 8, ordering: ordering) do |message|
-        log << [:start, message.partition, message.key, message.offset]
-        pop_within(others_done, 20) if message.key == "slow" && message.partition.zero? && message.offset == firsts[0]
-        log << [:end, message.partition, message.key, message.offset]
-        lock.synchronize do
-          ended += 1
-          others_done << true if message.key != "slow" && (others -= 1).zero?
-          consumer.stop if ended == total
-        end
-      end
-      Array.new(log.size) { log.pop }
-    end
-
-    def started_before_end(log, first, second)
-      log.index([:start, *second]) < log.index([:end, *first])
-    end
-
-    it ":key runs other keys past a slow one, and each key's messages in order" do
-      keys = %w[slow slow a b a b]
-      log = run_keys(:key, { 0 => keys }, others: 4)
-      slow_first = log.find { |event, _, key| event == :start && key == "slow" }[1..]
-      slow_second = log.select { |event, _, key| event == :start && key == "slow" }.last[1..]
-      expect(started_before_end(log, slow_first, slow_second)).to be(false)
-      others_ended = log.select { |event, _, key| event == :end && key != "slow" }
-      expect(others_ended.size).to eq(4)
-      expect(log.index([:end, *slow_first])).to be > log.index(others_ended.last)
-      %w[a b].each do |key|
-        starts = log.select { |event, _, k| event == :start && k == key }
-        starts.each_cons(2) { |before, after| expect(started_before_end(log, before[1..], after[1..])).to be(false) }
-      end
-    end
-
     it ":partition waits for a partition's slow block, while another partition goes on" do
       log = run_keys(:partition, { 0 => %w[slow a], 1 => %w[b c] }, others: 2)
       slow = log.find { |event, partition, key| event == :start && key == "slow" && partition.zero? }[1..]
@@ -126,8 +84,7 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
 
   describe "offsets" do
     it "commits nothing past a block that has not finished, however many after it finished" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(10)
       later_done = Queue.new
       finished = 0
       lock = Mutex.new
@@ -145,8 +102,7 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
     end
 
     it "commits past every message once all finished, in whatever order" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(10)
       later_done = Queue.new
       finished = 0
       lock = Mutex.new
@@ -164,42 +120,8 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
   end
 
   describe "how a read ends" do
-    it "a raising block: running siblings finish, the error is raised, and the read goes back to the failed message" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
-      failing = first + 3
-      siblings_started = Queue.new
-      raised = Queue.new
-      started = Queue.new
-      expect do
-        consumer.each_message(concurrency: 4, ordering: :none) do |message|
-          started << message.offset
-          if message.offset == failing
-            3.times { pop_within(siblings_started, 20) }
-            raised << true
-            raise injected, "boom"
-          end
-          next unless message.offset > failing
-
-          siblings_started << message.offset
-          pop_within(raised, 20)
-          raised << true # for the next sibling
-        end
-      end.to raise_error(injected, "boom")
-      started_offsets = Array.new(started.size) { started.pop }
-      expect(started_offsets.sort).to eq((first..(first + 6)).to_a) # nothing started after the error
-      again = []
-      consumer.each_message do |message|
-        again << message.offset
-        consumer.stop if again.size == 2
-      end
-      expect(again).to eq([failing, failing + 1]) # its siblings' offsets were not stored past it: read again
-      consumer.close
-    end
-
     it "#stop from another thread: running blocks finish and are stored, what did not start is read again" do
-      first = produce(Array.new(10) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(10)
       running = Queue.new
       go = Queue.new
       thread = Thread.new do
@@ -218,8 +140,7 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
     end
 
     it "close from another thread waits for running blocks, then commits them" do
-      first = produce(Array.new(4) { |i| "m#{i}" })
-      consumer = reader(0 => first)
+      consumer, first = reader_of(4)
       running = Queue.new
       go = Queue.new
       thread = Thread.new do
@@ -238,37 +159,12 @@ RSpec.describe "Consumer#each_message with concurrency", :kafka do
       expect(reread(1).first).to eq(first + 2)
     end
 
-    # Inside a block the read cannot end before close returns (it waits for
-    # that block): close stops the read and takes effect when it returned.
-    it "close inside a block returns at once, and closes once the running blocks finished" do
-      first = produce(Array.new(4) { |i| "m#{i}" })
-      consumer = reader(0 => first)
-      sibling = Queue.new
-      closed = Queue.new
-      go = Queue.new
-      thread = Thread.new do
-        consumer.each_message(concurrency: 2, ordering: :none, max_buffered: 2) do |message|
-          next (sibling << true) && go.pop unless message.offset == first + 1
-
-          pop_within(sibling) # the other block runs, and waits for go
-          consumer.close(timeout: 60_000)
-          closed << consumer.closed?
-        end
-      end
-      expect(pop_within(closed)).to be(false) # returned while the sibling block still runs
-      go << true
-      thread.join(30) or raise "each_message did not return"
-      expect(consumer).to be_closed
-      expect(committed_offset).to eq(first + 2)
-    end
-
     # Timeout fires at its time (the blocks may or may not have started by
     # then: either way nothing may be stored past them); Thread#raise and
     # Thread#kill land once four blocks run.
     %i[timeout raise kill].each do |interrupt|
       it "an interrupt in the reader (#{interrupt}) ends running blocks and stores nothing past them" do
-        first = produce(Array.new(10) { |i| "m#{i}" })
-        consumer = reader(0 => first)
+        consumer, first = reader_of(10)
         running = Queue.new
         interrupted = Class.new(StandardError)
         reader_thread = Thread.new do

@@ -11,9 +11,6 @@ require "async"
 RSpec.describe "Consumer#store_offset inside each_message with concurrency", :kafka do
   include ParallelReads
 
-  let(:topic) { "sluice-spec-parallel" }
-  let(:group) { "sluice-spec-parallel-store-#{rand(1 << 30)}" }
-  let(:producer) { build_producer }
   let(:first) { produce(%w[m0 m1 m2]) }
   let(:orders) { (first..(first + 2)).to_h { |offset| [offset, Queue.new] } } # each block's orders
   let(:started) { Queue.new }

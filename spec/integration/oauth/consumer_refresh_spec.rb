@@ -5,7 +5,7 @@
 # while the consumer is idle or its reader is busy in a block, and hands it to
 # the consumer's refresh thread.
 RSpec.describe "A consumer's OAUTHBEARER token refresh", :kafka do
-  include PollingScenarios
+  include OAuthBearer
 
   let(:refreshes) { Queue.new }
 
@@ -16,13 +16,11 @@ RSpec.describe "A consumer's OAUTHBEARER token refresh", :kafka do
     monitor = Sluice::Monitor.new(logger: Logger.new(nil))
     monitor.subscribe("oauthbearer.token_refresh") do |event|
       consumer ||= box.pop
-      consumer.oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice",
-                                     lifetime_ms: (Time.now.to_f * 1000).to_i + lifetime_ms)
+      hand_token(consumer, lifetime_ms: lifetime_ms)
       refreshes << [event.payload, Thread.current.name]
     end
     built = Sluice::Consumer.new do |config|
-      config.kafka = { "bootstrap.servers": TestKafka::SASL_BROKERS, "security.protocol": "SASL_PLAINTEXT",
-                       "sasl.mechanisms": "OAUTHBEARER", "group.id": "sluice-spec-oauth-#{rand(1 << 30)}" }
+      config.kafka = sasl.merge("group.id": "sluice-spec-oauth-#{rand(1 << 30)}")
       config.polling.mode = TestKafka::MODE
       config.monitor = monitor
     end

@@ -7,18 +7,12 @@
 # so librdkafka asks again instead of never. Each delivery here must come well
 # before librdkafka's own 10 s retry of a failed refresh.
 RSpec.describe "The first OAUTHBEARER token refresh", :kafka do
-  include PollingScenarios
-
-  let(:topic) { "sluice-spec-1p" }
-  let(:sasl) do
-    { "bootstrap.servers": TestKafka::SASL_BROKERS, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "OAUTHBEARER" }
-  end
+  include OAuthBearer
   let(:refreshes) { Queue.new }
   let(:errors) { Queue.new }
 
   def answer(event)
-    event[:bearer].oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice",
-                                         lifetime_ms: (Time.now.to_f * 1000).to_i + 3_600_000)
+    hand_token(event[:bearer])
     refreshes << event.payload
   end
 

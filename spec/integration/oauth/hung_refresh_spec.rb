@@ -8,12 +8,7 @@ require "socket"
 # 3.3-4.2 s, the client's own deliveries stopped, and its close waited for the
 # HTTP timeout. They run on a thread of the client's own now (RefreshThread).
 RSpec.describe "A hung OAUTHBEARER token refresh", :kafka do
-  include PollingScenarios
-
-  let(:topic) { "sluice-spec-1p" }
-  let(:sasl) do
-    { "bootstrap.servers": TestKafka::SASL_BROKERS, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "OAUTHBEARER" }
-  end
+  include OAuthBearer
   let(:endpoint) { TCPServer.new("127.0.0.1", 0) }
   let(:accepted) { Queue.new }
   let(:connections) { [] }
@@ -79,8 +74,7 @@ RSpec.describe "A hung OAUTHBEARER token refresh", :kafka do
     monitor = Sluice::Monitor.new(logger: Logger.new(nil))
     monitor.subscribe("oauthbearer.token_refresh") do |event|
       (hanging << true) && release.pop unless answered.empty? # the second refresh hangs
-      event[:bearer].oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice",
-                                           lifetime_ms: (Time.now.to_f * 1000).to_i + 1_500)
+      hand_token(event[:bearer], lifetime_ms: 1_500)
       answered << event[:bearer]
     end
     producer = build_producer(kafka: sasl, monitor: monitor)

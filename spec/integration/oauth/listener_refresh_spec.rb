@@ -5,12 +5,7 @@
 # oauthbearer.token_refresh listener that calls Producer#oauthbearer_set_token
 # itself — on the client's refresh thread, off the poller — in the mode under test.
 RSpec.describe "OAUTHBEARER token refresh answered by the listener", :kafka do
-  include PollingScenarios
-
-  let(:topic) { "sluice-spec-1p" }
-  let(:sasl) do
-    { "bootstrap.servers": TestKafka::SASL_BROKERS, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "OAUTHBEARER" }
-  end
+  include OAuthBearer
   let(:refreshes) { Queue.new }
   let(:errors) { Queue.new }
 
@@ -24,8 +19,7 @@ RSpec.describe "OAUTHBEARER token refresh answered by the listener", :kafka do
     monitor.subscribe("error.occurred") { |event| errors << event.payload }
     monitor.subscribe("oauthbearer.token_refresh") do |event|
       producer ||= producer_box.pop
-      producer.oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice",
-                                     lifetime_ms: (Time.now.to_f * 1000).to_i + lifetime_ms)
+      hand_token(producer, lifetime_ms: lifetime_ms)
       refreshes << [event.payload, Thread.current.name]
     end
     build_producer(kafka: sasl, monitor: monitor, max_wait_timeout: 10_000).tap { |built| producer_box << built }

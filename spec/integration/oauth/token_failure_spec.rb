@@ -8,12 +8,7 @@
 # client raises AuthenticationError with its reason, and recovers once the
 # listener sets a token.
 RSpec.describe "OAUTHBEARER token refresh answered with a failure", :kafka do
-  include PollingScenarios
-
-  let(:topic) { "sluice-spec-1p" }
-  let(:sasl) do
-    { "bootstrap.servers": TestKafka::SASL_BROKERS, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "OAUTHBEARER" }
-  end
+  include OAuthBearer
   # The listener's answer: a failure until a token is handed in.
   let(:tokens) { Queue.new }
 
@@ -23,8 +18,7 @@ RSpec.describe "OAUTHBEARER token refresh answered with a failure", :kafka do
         if tokens.empty?
           event[:bearer].oauthbearer_set_token_failure("token service down")
         else
-          event[:bearer].oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice",
-                                               lifetime_ms: (Time.now.to_f * 1000).to_i + 3_600_000)
+          hand_token(event[:bearer])
         end
       end
     end
@@ -46,8 +40,7 @@ RSpec.describe "OAUTHBEARER token refresh answered with a failure", :kafka do
 
     3.times { |i| refused_within(5, guards: "max_wait_timeout (10 s)") { producer.produce_sync(topic: topic, payload: "refused #{i}") } }
     tokens << :valid
-    producer.oauthbearer_set_token(token: unsigned_jwt("alice"), principal_name: "alice",
-                                   lifetime_ms: (Time.now.to_f * 1000).to_i + 3_600_000)
+    hand_token(producer)
     expect(producer.produce_sync(topic: topic, payload: "with a token").error).to be_nil
   end
 

@@ -6,13 +6,7 @@
 # mock cluster has no DescribeGroups: spec/integration/admin/coordinator_retry_spec.rb
 # drives the request-level ones). No broker: the requests' answers are given.
 RSpec.describe Sluice::Admin::CoordinatorRetry do
-  subject(:admin) do
-    Sluice::Admin.new do |config|
-      config.kafka = { "bootstrap.servers": "127.0.0.1:1" }
-      config.max_wait_timeout = 1_000
-      config.logger = Logger.new(nil)
-    end
-  end
+  subject(:admin) { build_unreachable_admin }
 
   after { admin.close }
 
