@@ -1,12 +1,19 @@
 # frozen_string_literal: true
 
+# The parallel reads' topic, one per rspec process: their examples read what
+# they produced from its first offset on, so another process's messages
+# landing meanwhile would be read as theirs (a :key example saw them).
+module ParallelReadsTopic
+  NAME = "sluice-spec-parallel#{ENV.fetch("TEST_ENV_NUMBER", "")}".freeze
+end
+
 # Helpers of the concurrent each_message specs (consumer/parallel_spec.rb on
 # threads, consumer/parallel_fibers_spec.rb on fibers, and the others that
 # include it explicitly: `include ParallelReads`). It gives them the topic they
 # share, a producer, and a consumer group of their own per example.
 module ParallelReads
   def self.included(example_group)
-    example_group.let(:topic) { "sluice-spec-parallel" }
+    example_group.let(:topic) { ParallelReadsTopic::NAME }
     example_group.let(:group) { "sluice-spec-#{File.basename(self.class.metadata[:file_path], "_spec.rb")}-#{rand(1 << 30)}" }
     example_group.let(:producer) { build_producer }
   end
