@@ -112,9 +112,7 @@ module Sluice
         def send_chunk(producer, topic, chunk, deliveries)
           offset = 0
           while offset < chunk.bytesize && !done?(deliveries)
-            offset, line, sent, error = producer.produce_lines(topic, chunk, delimiter: @delimiter, offset: offset, line: @lines + 1,
-                                                               partition: @partition || -1, max: deliveries.room(@count),
-                                                               empties: deliveries.empty_lines)
+            offset, line, sent, error = producer.produce_lines(topic, chunk, **line_options(offset, deliveries))
             @lines = line - 1
             deliveries.add(sent, producer)
             next unless error
@@ -122,6 +120,11 @@ module Sluice
             deliveries.refused(@lines += 1, error, producer)
             offset = chunk.index(@delimiter, offset)&.+(@delimiter.bytesize) || chunk.bytesize
           end
+        end
+
+        def line_options(offset, deliveries)
+          { delimiter: @delimiter, offset: offset, line: @lines + 1, partition: @partition || -1, max: deliveries.room(@count),
+            empties: deliveries.empty_lines }
         end
 
         # The lines read are counted, made messages, produced and recorded
