@@ -13,7 +13,7 @@
 
 #include <math.h>
 #include <stdarg.h>
-#include <string.h> /* memmem: ruby/config.h defines _GNU_SOURCE */
+#include <string.h> /* memmem: Ruby's config header defines _GNU_SOURCE */
 
 static ID id_topic, id_payload, id_key, id_partition, id_partition_key, id_timestamp, id_headers, id_label;
 
