@@ -211,15 +211,34 @@ struct build_args {
     const rd_kafka_message_t *last; /* the run's last message */
 };
 
+/* Bytes that hold the output of the run starting at the index from (the messages of its partition taken
+ * one after another): their keys and values, and what the ops print around them (numbers 20 digits at most).
+ * Growing the run's String as it fills would copy it again and again (and fault in fresh pages each time). */
+static long run_capacity(consumer_t *con, long from) {
+    long per_message = 0;
+    for (long i = 0; i < RARRAY_LEN(con->render_ops); i++) {
+        VALUE op = RARRAY_AREF(con->render_ops, i);
+        per_message += FIXNUM_P(op) ? 20 + RSTRING_LEN(con->render_null) : RSTRING_LEN(op);
+    }
+    const rd_kafka_message_t *first = con->taken_messages[from];
+    long capacity = 0;
+    for (long i = from; i < con->taken_count; i++) {
+        const rd_kafka_message_t *m = con->taken_messages[i];
+        if (!m || m->err || m->rkt != first->rkt || m->partition != first->partition) break;
+        capacity += per_message + (long)m->len + (long)m->key_len;
+    }
+    return capacity;
+}
+
 /* A fetched message rendered into the run of its partition (a new run when the previous item was another's). */
-static void render_message(struct build_args *b, const rd_kafka_message_t *m) {
+static void render_message(struct build_args *b, const rd_kafka_message_t *m, long index) {
     client_t *c = b->c;
     consumer_t *con = sluice_consumer_of(c);
     if (NIL_P(b->run) || b->last->rkt != m->rkt || b->last->partition != m->partition) {
         b->run = rb_struct_alloc_noinit(cMessage);
         RSTRUCT_SET(b->run, MSG_TOPIC, topic_name(c, rd_kafka_topic_name(m->rkt)));
         RSTRUCT_SET(b->run, MSG_PARTITION, INT2FIX(m->partition));
-        RSTRUCT_SET(b->run, MSG_PAYLOAD, rb_str_buf_new(64 * 1024));
+        RSTRUCT_SET(b->run, MSG_PAYLOAD, rb_str_buf_new(run_capacity(con, index)));
         rb_ary_push(b->batch, b->run);
     }
     sluice_render(RSTRUCT_GET(b->run, MSG_PAYLOAD), con->render_ops, con->render_null, m, rd_kafka_topic_name(m->rkt));
@@ -234,7 +253,7 @@ static VALUE build_batch(VALUE p) {
     for (long i = 0; i < con->taken_count; i++) {
         const rd_kafka_message_t *m = con->taken_messages[i];
         if (!NIL_P(con->render_ops) && m && !m->err) {
-            render_message(b, m);
+            render_message(b, m, i);
             continue;
         }
         b->run = Qnil; /* anything else ends a run: items keep their order */

@@ -127,7 +127,7 @@ module Sluice
         end
 
         def print_batch(messages, format)
-          @io.stdout.write(@rendered ? messages.map(&:payload).join : format.render_all(messages))
+          @rendered ? @io.stdout.write(*messages.map(&:payload)) : @io.stdout.write(format.render_all(messages))
           @io.stdout.flush
           messages.each { |message| came_after_end(message) } if @reached
         end
