@@ -150,7 +150,7 @@ module Bench
         |---|---:|---:|---:|---:|---:|---:|---:|---:|
         #{STEPS.map { |step| row(step) }.join("\n")}
 
-        Target (issue 42): CPU within 2x kcat's for both steps: #{target_met? ? "met" : "missed"}.
+        Target (issue 42, issue 58 item 3): CPU within 2x kcat's for both steps: #{target_met? ? "met" : "missed"}.
       MD
     end
 

@@ -22,7 +22,7 @@ module SpecAxes
     thread: %w[
       integration/polling/*_spec.rb integration/lifecycle/*_spec.rb integration/fork/*_spec.rb
       integration/oauth/*_spec.rb integration/instrumentation/instrumentation_spec.rb
-      integration/producer/{produce,delivery_failures,partial_failures,status,buffering,batches,pool,variants}_spec.rb
+      integration/producer/{produce,delivery_failures,partial_failures,status,buffering,batches,pool,variants,lines}_spec.rb
       integration/producer/transaction{s,_edges,_outage,_outcomes}_spec.rb integration/producer/close_deadline_spec.rb
       integration/consumer/{consumer,close_bounds,close_broker_down,close_after_rebalance,close_deadline}_spec.rb
       integration/consumer/{interrupted_reads,stopped_reads}_spec.rb

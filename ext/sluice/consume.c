@@ -20,6 +20,7 @@
 #include "gate.h"
 #include "init.h"
 #include "partition_list.h"
+#include "render.h"
 #include "values.h"
 
 #include <math.h>
@@ -206,13 +207,75 @@ static void reserve_taken(client_t *c, long limit) {
 struct build_args {
     client_t *c;
     VALUE batch;
+    VALUE run; /* #render_batches: the Message whose payload the messages of one partition are rendered into */
+    const rd_kafka_message_t *last; /* the run's last message */
 };
+
+/* Bytes that hold the output of the run starting at the index from (the messages of its partition taken
+ * one after another): their keys and values, and what the ops print around them (numbers 20 digits at most).
+ * Growing the run's String as it fills would copy it again and again (and fault in fresh pages each time). */
+static long run_capacity(consumer_t *con, long from) {
+    long per_message = 0;
+    for (long i = 0; i < RARRAY_LEN(con->render_ops); i++) {
+        VALUE op = RARRAY_AREF(con->render_ops, i);
+        per_message += FIXNUM_P(op) ? 20 + RSTRING_LEN(con->render_null) : RSTRING_LEN(op);
+    }
+    const rd_kafka_message_t *first = con->taken_messages[from];
+    long capacity = 0;
+    for (long i = from; i < con->taken_count; i++) {
+        const rd_kafka_message_t *m = con->taken_messages[i];
+        if (!m || m->err || m->rkt != first->rkt || m->partition != first->partition) break;
+        capacity += per_message + (long)m->len + (long)m->key_len;
+    }
+    return capacity;
+}
+
+/* A fetched message rendered into the run of its partition (a new run when the previous item was another's). */
+static void render_message(struct build_args *b, const rd_kafka_message_t *m, long index) {
+    client_t *c = b->c;
+    consumer_t *con = sluice_consumer_of(c);
+    if (NIL_P(b->run) || b->last->rkt != m->rkt || b->last->partition != m->partition) {
+        b->run = rb_struct_alloc_noinit(cMessage);
+        RSTRUCT_SET(b->run, MSG_TOPIC, topic_name(c, rd_kafka_topic_name(m->rkt)));
+        RSTRUCT_SET(b->run, MSG_PARTITION, INT2FIX(m->partition));
+        RSTRUCT_SET(b->run, MSG_PAYLOAD, rb_str_buf_new(run_capacity(con, index)));
+        rb_ary_push(b->batch, b->run);
+    }
+    sluice_render(RSTRUCT_GET(b->run, MSG_PAYLOAD), con->render_ops, con->render_null, m, rd_kafka_topic_name(m->rkt));
+    RSTRUCT_SET(b->run, MSG_OFFSET, LL2NUM(m->offset));
+    b->last = m;
+}
 
 static VALUE build_batch(VALUE p) {
     struct build_args *b = (struct build_args *)p;
     client_t *c = b->c;
     consumer_t *con = sluice_consumer_of(c);
-    for (long i = 0; i < con->taken_count; i++) take_event(c, con->taken[i], con->taken_messages[i], b->batch);
+    for (long i = 0; i < con->taken_count; i++) {
+        const rd_kafka_message_t *m = con->taken_messages[i];
+        if (!NIL_P(con->render_ops) && m && !m->err) {
+            render_message(b, m, i);
+            continue;
+        }
+        b->run = Qnil; /* anything else ends a run: items keep their order */
+        take_event(c, con->taken[i], m, b->batch);
+    }
+    return Qnil;
+}
+
+/*
+ * #render_batches(ops, null) -> nil
+ * From now on #consume hands over each run of fetched messages of one
+ * partition as one Sluice::Message: its payload the messages rendered one
+ * after another by ops (render.c; null: what a NULL key or value prints),
+ * its offset the last one's (storing it stores past the run), no key,
+ * headers or timestamp. What sluice tail reads with (no Message a message).
+ */
+static VALUE consumer_render_batches(VALUE self, VALUE ops, VALUE null) {
+    client_t *c = sluice_consumer_open(self);
+    consumer_t *con = sluice_consumer_of(c);
+    StringValue(null);
+    RB_OBJ_WRITE(self, &con->render_null, rb_str_new_frozen(null));
+    RB_OBJ_WRITE(self, &con->render_ops, sluice_render_ops(ops));
     return Qnil;
 }
 
@@ -222,7 +285,7 @@ static VALUE consumer_consume(VALUE self, VALUE max_items, VALUE budget) {
     struct take_args a = {c, limit, NUM2DBL(budget)};
     if (limit < 1) rb_raise(rb_eArgError, "max_items must be positive, got %ld", limit);
     reserve_taken(c, limit);
-    struct build_args b = {c, rb_ary_new()};
+    struct build_args b = {c, rb_ary_new(), Qnil, NULL};
     sluice_gate_enter(c, take_nogvl, &a, NULL, NULL, NULL);
     /* Still inside the gate while the events are read: #destroy (another
      * thread's close, without the GVL) waits for it before destroying them.
@@ -537,6 +600,7 @@ void sluice_init_consume(VALUE klass) {
     rb_define_method(rb_define_module_under(sluice_mNative, "Handoff"), "poll", handoff_poll, -1);
 
     rb_define_method(klass, "consume", consumer_consume, 2);
+    rb_define_method(klass, "render_batches", consumer_render_batches, 2);
     rb_define_method(klass, "consume_exhausted?", consumer_consume_exhausted_p, 0);
     rb_define_method(klass, "message_fd", consumer_message_fd, 0);
     rb_define_method(klass, "wake_messages", consumer_wake_messages, 0);

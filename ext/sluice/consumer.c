@@ -380,19 +380,23 @@ static const client_source_t consumer_source = {
 static void consumer_init(client_t *c) {
     consumer_t *con = sluice_consumer_of(c);
     con->wake_r = con->wake_w = -1;
-    con->topic_names = con->closer = Qnil;
+    con->topic_names = con->closer = con->render_ops = con->render_null = Qnil;
 }
 
 static void consumer_mark(client_t *c) {
     consumer_t *con = sluice_consumer_of(c);
     rb_gc_mark_movable(con->topic_names);
     rb_gc_mark_movable(con->closer);
+    rb_gc_mark_movable(con->render_ops);
+    rb_gc_mark_movable(con->render_null);
 }
 
 static void consumer_compact(client_t *c) {
     consumer_t *con = sluice_consumer_of(c);
     con->topic_names = rb_gc_location(con->topic_names);
     con->closer = rb_gc_location(con->closer);
+    con->render_ops = rb_gc_location(con->render_ops);
+    con->render_null = rb_gc_location(con->render_null);
 }
 
 static size_t consumer_memsize(const client_t *c) {

@@ -26,6 +26,7 @@ typedef struct {
     long taken_count, taken_capa;
     int rebalance_due;         /* a rebalance went to Ruby and was not answered yet (#assign/#unassign) */
     VALUE topic_names;         /* frozen topic names, shared by every message of the topic */
+    VALUE render_ops, render_null; /* #render_batches: fetched messages as text (render.c); nil: as Messages */
     int closing;               /* close began: calls of other threads are refused (consumer.c) */
     VALUE closer;              /* the thread running that close (nil before) */
 } consumer_t;

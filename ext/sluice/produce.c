@@ -13,7 +13,7 @@
 
 #include <math.h>
 #include <stdarg.h>
-#include <string.h>
+#include <string.h> /* memmem: Ruby's config header defines _GNU_SOURCE */
 
 static ID id_topic, id_payload, id_key, id_partition, id_partition_key, id_timestamp, id_headers, id_label;
 
@@ -541,6 +541,117 @@ static VALUE client_produce_many(int argc, VALUE *argv, VALUE self) {
     return rb_assoc_new(handles, Qnil);
 }
 
+/* ------------------------------------------------------------------ counted lines */
+
+/*
+ * #produce_lines' messages carry their input line number as the opaque, with
+ * this bit set: no slot in the in-flight table and no DeliveryHandle each
+ * (sluice produce's million lines are a million Ruby objects fewer). Their
+ * reports are counted (a delivery) or kept as line and code (anything else).
+ */
+#define LINE_TAG ((uintptr_t)1 << (sizeof(uintptr_t) * 8 - 1))
+
+/* A #produce_lines message's report (GVL held: drain.c). */
+static void line_reported(client_t *c, uintptr_t line, rd_kafka_resp_err_t err) {
+    producer_t *p = sluice_producer_of(c);
+    if (!err) {
+        p->lines_delivered++;
+        c->progress++;
+        return;
+    }
+    if (p->missed_count == p->missed_capa) {
+        long capa = p->missed_capa ? p->missed_capa * 2 : 64;
+        int64_t *grown = realloc(p->missed, sizeof(*grown) * 2 * (size_t)capa);
+        if (!grown) return; /* no memory: the message stays sent and never reported (Ruby counts it unknown) */
+        p->missed = grown;
+        p->missed_capa = capa;
+    }
+    p->missed[2 * p->missed_count] = (int64_t)line;
+    p->missed[2 * p->missed_count + 1] = err;
+    p->missed_count++;
+}
+
+/* One record as a message; NULL, or librdkafka's refusal (the caller destroys it). */
+static rd_kafka_error_t *produce_record(client_t *c, rd_kafka_topic_t *rkt, const char *topic, int32_t partition,
+                                        const char *record, long len, int64_t line) {
+    rd_kafka_vu_t vu[5];
+    size_t n = 0;
+    if (rkt) vu[n].vtype = RD_KAFKA_VTYPE_RKT, vu[n++].u.rkt = rkt;
+    else vu[n].vtype = RD_KAFKA_VTYPE_TOPIC, vu[n++].u.cstr = topic;
+    vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS, vu[n++].u.i = RD_KAFKA_MSG_F_COPY;
+    vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE, vu[n++].u.ptr = (void *)(LINE_TAG | (uintptr_t)line);
+    if (partition != RD_KAFKA_PARTITION_UA) vu[n].vtype = RD_KAFKA_VTYPE_PARTITION, vu[n++].u.i32 = partition;
+    vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
+    vu[n].u.mem.ptr = (void *)record;
+    vu[n++].u.mem.size = (size_t)len;
+    return rd_kafka_produceva(c->rk, vu, n);
+}
+
+/*
+ * #produce_lines(topic, data, offset, delimiter, partition, line, max, empties, conf_id)
+ *   -> [offset, line, sent, error code or nil]
+ *
+ * data's records from offset (each ended by delimiter; the last may lack it),
+ * each a message whose value is the record (its delimiter taken off), to
+ * topic and partition (-1: the partitioner's), at most max of them, record
+ * after record numbered from line. An empty record is no message: its line
+ * number is pushed to empties. Returns the offset and line number of the
+ * record it stopped at, the messages enqueued, and librdkafka's code when it
+ * refused that record. The record walk only: what to send, how to wait for a
+ * full queue and what a refusal means are Ruby's (producer/lines.rb,
+ * cli/commands/produce.rb). Reports go to #line_reports.
+ */
+static VALUE client_produce_lines(int argc, VALUE *argv, VALUE self) {
+    VALUE topic, data, offset, delimiter, partition, first, max, empties, conf_id;
+    rb_scan_args(argc, argv, "9", &topic, &data, &offset, &delimiter, &partition, &first, &max, &empties, &conf_id);
+    client_t *c = sluice_client_open(self);
+    StringValue(data);
+    StringValue(delimiter);
+    Check_Type(empties, T_ARRAY);
+    check_topic(topic);
+    long len = RSTRING_LEN(data), dlen = RSTRING_LEN(delimiter), pos = NUM2LONG(offset), limit = NUM2LONG(max);
+    int32_t part = NUM2INT(partition);
+    int64_t line = NUM2LL(first);
+    if (dlen < 1 || pos < 0 || pos > len || line < 1) rb_raise(rb_eArgError, "a delimiter, an offset within data and a line from 1");
+    rd_kafka_topic_t *rkt = topic_for(c, topic, conf_id_arg(c, conf_id));
+    const char *name = StringValueCStr(topic);
+    const char *base = RSTRING_PTR(data), *delim = RSTRING_PTR(delimiter);
+    long sent = 0;
+    VALUE code = Qnil;
+    while (pos < len && sent < limit) {
+        const char *end = memmem(base + pos, (size_t)(len - pos), delim, (size_t)dlen);
+        long size = end ? (long)(end - (base + pos)) : len - pos;
+        if (size == 0) {
+            rb_ary_push(empties, LL2NUM(line));
+        } else {
+            rd_kafka_error_t *error = produce_record(c, rkt, name, part, base + pos, size, line);
+            if (error) {
+                code = INT2FIX(rd_kafka_error_code(error));
+                rd_kafka_error_destroy(error);
+                break;
+            }
+            sent++;
+        }
+        pos += end ? size + dlen : size;
+        line++;
+    }
+    VALUE out[4] = {LONG2NUM(pos), LL2NUM(line), LONG2NUM(sent), code};
+    return rb_ary_new_from_values(4, out);
+}
+
+/*
+ * #line_reports -> [delivered, [line, code, line, code, ...]]
+ * #produce_lines' messages delivered so far, and the reports that were no
+ * delivery since the last call (each taken once).
+ */
+static VALUE client_line_reports(VALUE self) {
+    producer_t *p = sluice_producer_of(sluice_client_get(self));
+    VALUE missed = rb_ary_new_capa(2 * p->missed_count);
+    for (long i = 0; i < 2 * p->missed_count; i++) rb_ary_push(missed, LL2NUM(p->missed[i]));
+    p->missed_count = 0;
+    return rb_assoc_new(LONG2NUM(p->lines_delivered), missed);
+}
+
 /* #outq_len -> messages not yet delivered plus events not yet served */
 static VALUE client_outq_len(VALUE self) { return INT2NUM(rd_kafka_outq_len(sluice_client_open(self)->rk)); }
 
@@ -699,6 +810,11 @@ static void producer_free_forked(client_t *c) {
  * in-flight table; a success counted and recorded on it (delivery_handle.c).
  */
 static VALUE producer_delivery(client_t *c, const rd_kafka_message_t *msg) {
+    uintptr_t opaque = (uintptr_t)msg->_private;
+    if (opaque & LINE_TAG) { /* #produce_lines': counted, no handle */
+        line_reported(c, opaque & ~LINE_TAG, msg->err);
+        return Qnil;
+    }
     VALUE handle = inflight_release(c, (long)(uintptr_t)msg->_private - 1);
     if (NIL_P(handle) || msg->err) return handle;
     c->progress++;
@@ -729,7 +845,10 @@ static void producer_compact(client_t *c) {
 static size_t producer_memsize(const client_t *c) { return (size_t)((const producer_t *)c)->free_capa * sizeof(int32_t); }
 
 /* The free-slot stack is the object's (xmalloc'd, never handed to a teardown). */
-static void producer_free_memory(client_t *c) { xfree(sluice_producer_of(c)->free_slots); }
+static void producer_free_memory(client_t *c) {
+    xfree(sluice_producer_of(c)->free_slots);
+    free(sluice_producer_of(c)->missed); /* malloc'd: grown while drain.c serves reports */
+}
 
 /* The topic handles and configurations went to the teardown's copy, which frees them. */
 static void producer_disown(client_t *c) {
@@ -763,6 +882,8 @@ VALUE sluice_init_produce(VALUE client) {
     rb_define_method(klass, "handles", client_handles, 2);
     rb_define_method(klass, "produce", client_produce, -1);
     rb_define_method(klass, "produce_many", client_produce_many, -1);
+    rb_define_method(klass, "produce_lines", client_produce_lines, -1);
+    rb_define_method(klass, "line_reports", client_line_reports, 0);
     rb_define_method(klass, "add_topic_config", client_add_topic_config, 1);
     rb_define_module_function(sluice_mNative, "check_topic_config", native_check_topic_config, 1);
     rb_define_method(klass, "outq_len", client_outq_len, 0);

@@ -29,6 +29,9 @@ typedef struct {
     int topic_count, topic_capa;
     rd_kafka_topic_conf_t **topic_confs; /* variants' topic settings (#add_topic_config), opaque = their id */
     int topic_conf_count, topic_conf_capa;
+    long lines_delivered;      /* #produce_lines' messages delivered (counted here: no handle each) */
+    int64_t *missed;           /* #produce_lines' reports that were no delivery: line, code, line, code... */
+    long missed_count, missed_capa; /* in int64_t pairs; malloc'd, emptied by #line_reports */
 } producer_t;
 
 /* Only for a client of the producer kind (a method of Native::Producer's). */

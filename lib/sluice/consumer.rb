@@ -28,6 +28,7 @@ module Sluice
     include Clock
     include Lifecycle
     include Arguments
+    include Rendering
 
     # Builds the consumer and connects it (it reads nothing before #subscribe
     # or #assign): the block fills in its settings, then validated and frozen.

@@ -25,6 +25,7 @@ module Sluice
 
     include Lifecycle
     include Batches
+    include Lines
     include Tombstones
 
     # librdkafka's error numbers the producer acts on: a full local queue (waited

@@ -51,11 +51,11 @@ module Sluice
         settle(@wait_ms) { @pending.size > WINDOW } if @pending.size >= 2 * WINDOW
       end
 
-      # Waits for every handle still pending.
-      def finish = settle(@wait_ms) { @pending.any? }
+      # Waits for every handle still pending (the producer: LineDeliveries' interface).
+      def finish(_producer = nil) = settle(@wait_ms) { @pending.any? }
 
       # Counts what is settled without waiting: a handle still pending is not known.
-      def finish_now = settle(0) { @pending.any? }
+      def finish_now(_producer = nil) = settle(0) { @pending.any? }
 
       # @return [String] the line printed at the end: delivered, sent, failed, rate
       def summary(topic)

@@ -32,7 +32,34 @@ module Sluice
         end
       end
 
+      # @return [String, nil] the next whole records as one String, delimiters
+      #   kept (at the end, the input's last record, which may lack it); nil at
+      #   the end of the input. No String a record: produce's plain lines go
+      #   to librdkafka from it (Producer#produce_lines).
+      def next_chunk
+        until @eof
+          chunk = @io.read_nonblock(CHUNK, exception: false)
+          next @io.wait_readable if chunk == :wait_readable
+          return finish_chunk if chunk.nil?
+
+          @rest << chunk
+          last = @rest.rindex(@delimiter) or next
+          return whole_records(last + @delimiter.bytesize)
+        end
+      end
+
       private
+
+      def whole_records(size)
+        records = @rest
+        @rest = records.byteslice(size, records.bytesize - size)
+        records.bytesize == size ? records : records.byteslice(0, size)
+      end
+
+      def finish_chunk
+        @eof = true
+        @rest.empty? ? nil : @rest
+      end
 
       def finish
         @eof = true

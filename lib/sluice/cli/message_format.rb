@@ -38,6 +38,21 @@ module Sluice
         @json = format == "json"
       end
 
+      # The format as Consumer#render_batches' ops (librdkafka's messages
+      # formatted natively, no Message each); nil for what only Ruby prints
+      # (json, %h).
+      # @return [Array<String, Symbol>, nil]
+      def native_ops
+        return if @json
+        return [*([:key, @key_delimiter] if @key_delimiter), :value, @delimiter] unless @parts
+        return if @parts.include?(:headers)
+
+        @parts.map { |part| part == :percent ? "%" : part }
+      end
+
+      # @return [String] what a NULL key or value prints ("NULL" with -Z, else nothing)
+      attr_reader :null
+
       # What is printed for a batch of messages, as one String (one write a
       # batch: the value format appends each message's bytes, no copy of each).
       # @param messages [Array<Message>]

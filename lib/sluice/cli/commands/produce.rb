@@ -41,9 +41,9 @@ module Sluice
         # @return [Integer, nil] FAILED when a message failed; 128 + n when signal n interrupted it
         def run(topic)
           input = input_line(topic)
-          deliveries = Deliveries.new(@io.stderr, progress: @progress, wait_ms: wait_ms)
+          deliveries = (plain_lines? ? LineDeliveries : Deliveries).new(@io.stderr, progress: @progress, wait_ms: wait_ms)
           with_input do |input_io|
-            with_producer { |producer| maskable_signals { send_all(producer, input_io, input, deliveries) } }
+            with_producer { |producer| maskable_signals { send_any(producer, input_io, input, topic, deliveries) } }
           end
           warn_line(deliveries.summary(topic))
           deliveries.failed? ? FAILED : nil
@@ -84,6 +84,49 @@ module Sluice
                         partition: @partition, null: @null, key: @key, delimiter: @delimiter)
         end
 
+        def send_any(producer, input_io, input, topic, deliveries)
+          return send_all(producer, input_io, input, deliveries) unless plain_lines?
+
+          send_lines(producer, input_io, topic, deliveries)
+        end
+
+        # Each line the whole message (no -K, -k, -H, --json) and no -T: the
+        # lines go to librdkafka from the input's chunks
+        # (Producer#produce_lines), no Ruby object a line (issue 58).
+        def plain_lines? = !@json && !@key_delimiter && !@key && @headers.empty? && !@tee
+
+        # send_all's steps for plain lines: a chunk of whole lines at a time,
+        # signals deferred while it is sent and counted.
+        def send_lines(producer, input_io, topic, deliveries)
+          @lines = 0
+          reader = InputReader.new(input_io, @delimiter)
+          while !done?(deliveries) && (chunk = reader.next_chunk)
+            Thread.handle_interrupt(Deliveries::DEFERRED) { send_chunk(producer, topic, chunk, deliveries) }
+          end
+          deliveries.finish(producer)
+        rescue SignalException => e
+          interrupted(producer, deliveries, e, @lines)
+        end
+
+        # A refused line is counted as failed and skipped, as send_all does.
+        def send_chunk(producer, topic, chunk, deliveries)
+          offset = 0
+          while offset < chunk.bytesize && !done?(deliveries)
+            offset, line, sent, error = producer.produce_lines(topic, chunk, **line_options(offset, deliveries))
+            @lines = line - 1
+            deliveries.add(sent, producer)
+            next unless error
+
+            deliveries.refused(@lines += 1, error, producer)
+            offset = chunk.index(@delimiter, offset)&.+(@delimiter.bytesize) || chunk.bytesize
+          end
+        end
+
+        def line_options(offset, deliveries)
+          { delimiter: @delimiter, offset: offset, line: @lines + 1, partition: @partition || -1, max: deliveries.room(@count),
+            empties: deliveries.empty_lines }
+        end
+
         # The lines read are counted, made messages, produced and recorded
         # in one step with signals deferred: a signal lands while waiting for
         # input or for deliveries, and the lines counted are exactly those
@@ -96,7 +139,7 @@ module Sluice
             Thread.handle_interrupt(Deliveries::DEFERRED) { produce_all(producer, input, records, deliveries) }
             deliveries.settle_window
           end
-          deliveries.finish
+          deliveries.finish(producer)
         rescue SignalException => e
           interrupted(producer, deliveries, e, @lines)
         end
@@ -157,7 +200,7 @@ module Sluice
           rescue SignalException
             nil # the second signal: count what is settled now
           end
-          deliveries.finish_now
+          deliveries.finish_now(producer)
           raise Interrupted.new(Signal.signame(signal.signo), lines)
         end
 

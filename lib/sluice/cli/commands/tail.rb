@@ -42,6 +42,7 @@ module Sluice
           format = MessageFormat.new(@format, key_delimiter: @key_delimiter, delimiter: @delimiter, null: @null == true)
           check_group_options!
           consumer = new_consumer
+          render_natively(consumer, format)
           start(consumer, topic)
           read(consumer, format)
         ensure
@@ -114,8 +115,19 @@ module Sluice
           end
         end
 
+        # The batches of each_batch come rendered by the consumer when the
+        # format allows (no %h, not json): each message of a batch is a run
+        # of messages of one partition, its payload their output (issue 58).
+        def render_natively(consumer, format)
+          ops = format.native_ops unless @count || @unbuffered
+          return unless ops
+
+          consumer.render_batches(ops, null: format.null)
+          @rendered = true
+        end
+
         def print_batch(messages, format)
-          @io.stdout.write(format.render_all(messages))
+          @rendered ? @io.stdout.write(*messages.map(&:payload)) : @io.stdout.write(format.render_all(messages))
           @io.stdout.flush
           messages.each { |message| came_after_end(message) } if @reached
         end
