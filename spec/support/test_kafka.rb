@@ -39,7 +39,7 @@ module TestKafka
     "sluice-spec-gem" => [1, nil], # packaging/: installed gems round-trip messages
     "sluice-spec-interrupts" => [1, nil], # consumer/interrupted_reads_spec.rb
     "sluice-spec-poll-store" => [1, nil], # consumer/poll_store_spec.rb
-    ParallelReadsTopic::NAME => [3, nil], # consumer/parallel*_spec.rb: one per process (bin/rspec-parallel)
+    ParallelReadsTopic::NAME => [3, nil], # consumer/parallel_spec.rb and the others of ParallelReads: one per rspec process
     "sluice-spec-metrics" => [3, nil] # instrumentation/{prometheus,statsd}_listener_spec.rb (MetricsLoad)
   }.freeze
 
