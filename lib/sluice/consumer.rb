@@ -145,17 +145,19 @@ module Sluice
     #   end
     # @example 64 at once, each key's messages in order
     #   consumer.each_message(concurrency: 64, ordering: :key) { |message| Billing.charge(message.key, message.payload) }
-    def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000, &block)
+    def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000,
+                     retries: nil, dead_letter: nil, &block)
       settings = Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                  max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
-      return each_message_in_parallel(settings, &block) if settings.parallel?
+      policy = failure_policy(retries, dead_letter, settings.parallel?)
+      return each_message_in_parallel(settings, &(policy ? policy.wrap(block) : block)) if settings.parallel?
 
       open_client
       @inbox.reading do
         while (message = @inbox.take(nil))
           finished = false
           begin
-            yield message
+            policy ? policy.run(message, [message], &block) : yield(message)
             finished = true
           ensure
             rewind([message]) unless finished
@@ -163,7 +165,10 @@ module Sluice
           @inbox.processed(message)
         end
       end
+    rescue Failure::Abandoned
+      nil
     ensure
+      policy&.close
       after_reading
     end
 
@@ -182,10 +187,11 @@ module Sluice
     #   consumer.each_batch(max_items: 100) do |messages|
     #     Order.insert_all(messages.map { |message| JSON.parse(message.payload) })
     #   end
-    def each_batch(max_items: 500, max_wait: 100)
+    def each_batch(max_items: 500, max_wait: 100, retries: nil, dead_letter: nil, &block)
       raise ArgumentError, "max_items must be a positive Integer, got #{max_items.inspect}" unless max_items.is_a?(Integer) && max_items.positive?
 
       milliseconds(max_wait, "max_wait")
+      policy = failure_policy(retries, dead_letter, false)
 
       open_client
       @inbox.reading do
@@ -194,7 +200,7 @@ module Sluice
 
           finished = false
           begin
-            yield batch
+            policy ? policy.run(batch, batch, &block) : yield(batch)
             finished = true
           ensure
             rewind(batch) unless finished
@@ -202,7 +208,10 @@ module Sluice
           @inbox.processed_batch(batch)
         end
       end
+    rescue Failure::Abandoned
+      nil
     ensure
+      policy&.close
       after_reading
     end
 
@@ -396,6 +405,43 @@ module Sluice
     def native = open_client
 
     private
+
+    # retries: and dead_letter: of a read (Failure), nil without them. A
+    # transactional dead letter commits its message's offset in the
+    # transaction: past a lower offset another block has not finished, a
+    # crash would skip that one, so it takes one block at a time.
+    def failure_policy(retries, dead_letter, parallel)
+      policy = Failure.policy(retries: retries, dead_letter: dead_letter, stopped: @inbox.method(:stopped?),
+                              instrument: method(:instrument), host: method(:dead_letters))
+      if parallel && policy&.transactional?
+        raise ArgumentError, "a transactional dead_letter producer commits offsets in its transaction: it needs concurrency: 1"
+      end
+
+      policy
+    end
+
+    # Failure's DeadLetters for this consumer: without a producer, one of its
+    # own, made from the consumer's settings at the first dead letter.
+    def dead_letters(topic, producer, partitioner)
+      Failure::DeadLetters.new(topic: topic, producer: producer, partitioner: partitioner, consumer: self,
+                               group: @config.kafka_setting("group.id"), kafka: @config.kafka,
+                               make_producer: producer ? nil : method(:dead_letter_producer))
+    end
+
+    def dead_letter_producer
+      kafka = @config.kafka.reject { |name, _| Failure::DeadLetters::CONSUMER_ONLY.match?(name.to_s) }
+      settings = @config
+      monitor = @monitor
+      id = "#{@id}.dead_letters"
+      Producer.new do |config|
+        config.kafka = kafka
+        config.id = id
+        config.logger = settings.logger
+        config.monitor = monitor
+        config.polling.mode = settings.polling.mode
+        config.polling.poller = settings.polling.poller
+      end
+    end
 
     # each_message's reads with concurrency above 1 (ParallelReading); its ensure calls #after_reading.
     def each_message_in_parallel(settings, &block)

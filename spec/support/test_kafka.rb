@@ -40,6 +40,8 @@ module TestKafka
     "sluice-spec-interrupts" => [1, nil], # consumer/interrupted_reads_spec.rb
     "sluice-spec-poll-store" => [1, nil], # consumer/poll_store_spec.rb
     ParallelReadsTopic::NAME => [3, nil], # consumer/parallel*_spec.rb: one per process (bin/rspec-parallel)
+    "sluice-spec-failures" => [3, nil], # consumer/failure_policy_spec.rb: retries and dead letters
+    "sluice-spec-failures-dlq" => [3, nil],
     "sluice-spec-metrics" => [3, nil] # instrumentation/{prometheus,statsd}_listener_spec.rb (MetricsLoad)
   }.freeze
 
