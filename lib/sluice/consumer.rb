@@ -29,6 +29,7 @@ module Sluice
     include Lifecycle
     include Arguments
     include Rendering
+    include Failure::Reading
 
     # Builds the consumer and connects it (it reads nothing before #subscribe
     # or #assign): the block fills in its settings, then validated and frozen.
@@ -131,12 +132,27 @@ module Sluice
     #   (a larger message still goes when it is the only one)
     # @param finish_within [Numeric] ms a stop, an error or a revocation waits
     #   for running blocks before leaving them (their offsets unstored)
+    # @param retries [Hash, nil] { attempts: 3, backoff: 0.1..30.0 }: a block
+    #   that raised (a StandardError) runs again for the same message, up to
+    #   attempts runs in all, after an exponential, jittered wait within backoff
+    #   (seconds) that #stop and close cut short (each_message then returns nil,
+    #   the message handed out again). It runs in the key's lane: the key's later
+    #   messages wait, other keys go on, no offset passes it (docs/FAILURES.md)
+    # @param dead_letter [String, Hash, nil] the topic, or { topic:, producer:,
+    #   partitioner: :same | :key | ->(message, partition_count) }: after the last
+    #   attempt the message goes there with its key, payload, headers and
+    #   timestamp, and source_topic, source_partition, source_offset,
+    #   source_consumer_group, source_attempts, error_class and error_message
+    #   headers; its offset is stored once that is acknowledged (a transactional
+    #   producer: committed in the same transaction; concurrency 1 only).
+    #   Without producer:, one made from the consumer's settings
     # @yieldparam message [Message]
     # @return [nil] once stopped
     # @raise [ArgumentError] a setting out of range
     # @raise [Errors::ConsumerClosedError]
     # @raise [Errors::ConsumerStateError] another thread or fiber is reading this consumer
     # @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
+    # @raise [Errors::BaseError] a dead letter that could not be produced (nothing stored)
     # @example
     #   consumer.subscribe("orders")
     #   consumer.each_message do |message|
@@ -145,6 +161,8 @@ module Sluice
     #   end
     # @example 64 at once, each key's messages in order
     #   consumer.each_message(concurrency: 64, ordering: :key) { |message| Billing.charge(message.key, message.payload) }
+    # @example Three attempts, then the dead-letter topic
+    #   consumer.each_message(retries: { attempts: 3, backoff: 0.5..30.0 }, dead_letter: "orders.dlq") { |message| bill(message) }
     def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000,
                      retries: nil, dead_letter: nil, &block)
       settings = Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
@@ -179,6 +197,8 @@ module Sluice
     # @yieldparam messages [Array<Message>]
     # @param max_items [Integer] at most this many messages per batch
     # @param max_wait [Numeric] ms to wait for a batch to fill before yielding what there is
+    # @param retries [Hash, nil] as #each_message's: the whole batch runs again
+    # @param dead_letter [String, Hash, nil] as #each_message's: every message of the batch goes there
     # @return [nil] once stopped
     # @raise [ArgumentError] max_items or max_wait out of range
     # @raise [Errors::ConsumerClosedError]
@@ -405,43 +425,6 @@ module Sluice
     def native = open_client
 
     private
-
-    # retries: and dead_letter: of a read (Failure), nil without them. A
-    # transactional dead letter commits its message's offset in the
-    # transaction: past a lower offset another block has not finished, a
-    # crash would skip that one, so it takes one block at a time.
-    def failure_policy(retries, dead_letter, parallel)
-      policy = Failure.policy(retries: retries, dead_letter: dead_letter, stopped: @inbox.method(:stopped?),
-                              instrument: method(:instrument), host: method(:dead_letters))
-      if parallel && policy&.transactional?
-        raise ArgumentError, "a transactional dead_letter producer commits offsets in its transaction: it needs concurrency: 1"
-      end
-
-      policy
-    end
-
-    # Failure's DeadLetters for this consumer: without a producer, one of its
-    # own, made from the consumer's settings at the first dead letter.
-    def dead_letters(topic, producer, partitioner)
-      Failure::DeadLetters.new(topic: topic, producer: producer, partitioner: partitioner, consumer: self,
-                               group: @config.kafka_setting("group.id"), kafka: @config.kafka,
-                               make_producer: producer ? nil : method(:dead_letter_producer))
-    end
-
-    def dead_letter_producer
-      kafka = @config.kafka.reject { |name, _| Failure::DeadLetters::CONSUMER_ONLY.match?(name.to_s) }
-      settings = @config
-      monitor = @monitor
-      id = "#{@id}.dead_letters"
-      Producer.new do |config|
-        config.kafka = kafka
-        config.id = id
-        config.logger = settings.logger
-        config.monitor = monitor
-        config.polling.mode = settings.polling.mode
-        config.polling.poller = settings.polling.poller
-      end
-    end
 
     # each_message's reads with concurrency above 1 (ParallelReading); its ensure calls #after_reading.
     def each_message_in_parallel(settings, &block)

@@ -14,6 +14,7 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
   let(:group) { "sluice-spec-failures-#{rand(1 << 30)}" }
   let(:producer) { build_producer }
   let(:injected) { Class.new(StandardError) }
+  let(:poison) { ->(_message) { raise injected, "poison" } }
   let(:quick) { { attempts: 3, backoff: 0.01..0.01 } }
 
   # The DLQ's end offsets now: where this example's dead letters will be.
@@ -126,9 +127,9 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
       letter = dead_letters(1, ends[1], 1).first # same partition number: the DLQ has as many
       expect(letter).to have_attributes(key: "order-7", payload: "poison", timestamp_ms: 1_700_000_000_123)
       expect(letter.headers).to include("trace" => "t-1", "source_topic" => topic, "source_partition" => "1",
-                                               "source_offset" => poison.to_s, "source_consumer_group" => group,
-                                               "source_attempts" => "2", "error_class" => injected.name.to_s,
-                                               "error_message" => "cannot bill order-7")
+                                        "source_offset" => poison.to_s, "source_consumer_group" => group,
+                                        "source_attempts" => "2", "error_class" => injected.name.to_s,
+                                        "error_message" => "cannot bill order-7")
       expect(events.await.payload).to include(topic: topic, partition: 1, offset: poison, attempts: 2, dead_letter_topic: dlq)
     end
 
@@ -153,7 +154,7 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
       first = produce(["x" * 3_000]) # sluice-spec-small takes 2,000 bytes a message
       consumer = reader(0 => first)
       expect do
-        consumer.each_message(dead_letter: "sluice-spec-small") { raise injected, "poison" }
+        consumer.each_message(dead_letter: "sluice-spec-small", &poison)
       end.to raise_error(Sluice::Errors::ProduceError)
       consumer.commit
       expect(committed_offset).to eq(first)
@@ -164,7 +165,7 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
       consumer = reader(0 => first)
       closed = build_producer.tap(&:close)
       expect do
-        consumer.each_message(dead_letter: { topic: dlq, producer: closed }) { raise injected, "poison" }
+        consumer.each_message(dead_letter: { topic: dlq, producer: closed }, &poison)
       end.to raise_error(Sluice::Errors::ProducerClosedError)
       consumer.commit
       expect(committed_offset).to eq(first)
@@ -197,7 +198,7 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
         first = produce(["x" * 3_000])
         consumer = transactional_reader(0 => first)
         expect do
-          consumer.each_message(dead_letter: { topic: "sluice-spec-small", producer: transactional }) { raise injected, "poison" }
+          consumer.each_message(dead_letter: { topic: "sluice-spec-small", producer: transactional }, &poison)
         end.to raise_error(Sluice::Errors::BaseError)
         expect(committed_offset).to eq(first)
       end
