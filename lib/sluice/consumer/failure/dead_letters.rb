@@ -61,6 +61,8 @@ module Sluice
         # @return [Boolean] the dead letters go through a transactional producer
         def transactional? = !!@producer&.transactional?
 
+        # Closes the producer made for the dead letters (a producer given is the caller's).
+        # @return [void]
         def close
           own = @lock.synchronize { @make_producer && @producer.tap { @producer = nil } }
           own&.close
