@@ -65,6 +65,7 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
     expect(attempts["a1"]).to eq(2)
     retry_event = events.await { |event| event[:offset] == first }
     expect(retry_event.payload).to include(topic: topic, partition: 0, attempt: 1, error: an_instance_of(injected))
+    consumer.commit
     expect(committed_offset).to eq(first + 5)
   end
 
@@ -103,6 +104,27 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
     consumer.commit
     expect(committed_offset).to eq(first)
     expect(reread(1)).to eq([first]) # handed out again
+  end
+
+  it "retries on fibers of the caller's scheduler, the backoff suspending only its fiber", :async do
+    first = produce(%w[a1 b1], keys: %w[a b])
+    consumer = reader(0 => first)
+    places = Queue.new
+    seen = []
+    runs = 0
+    Async do
+      consumer.each_message(concurrency: 2, retries: { attempts: 2, backoff: 0.05..0.05 }) do |message|
+        places << [Thread.current, Fiber.current.blocking?]
+        raise injected, "a1 fails once" if message.key == "a" && (runs += 1) == 1
+
+        seen << message.payload
+        consumer.stop if seen.size == 2
+      end
+    end.wait
+    expect(seen).to contain_exactly("a1", "b1")
+    expect(Array.new(places.size) { places.pop }.uniq).to eq([[Thread.current, false]])
+    consumer.commit
+    expect(committed_offset).to eq(first + 2)
   end
 
   describe "dead letters" do
