@@ -77,6 +77,8 @@ require_relative "sluice/admin/coordinator_retry"
 require_relative "sluice/admin/lifecycle"
 require_relative "sluice/admin/groups"
 require_relative "sluice/admin"
+require_relative "sluice/dead_letter"
+require_relative "sluice/dead_letter_queue"
 
 # Kafka producers, consumers and admin clients over librdkafka, with every client's events polled from one thread.
 module Sluice

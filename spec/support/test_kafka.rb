@@ -42,6 +42,8 @@ module TestKafka
     ParallelReadsTopic::NAME => [3, nil], # consumer/parallel*_spec.rb: one per process (bin/rspec-parallel)
     "sluice-spec-failures" => [3, nil], # consumer/failure_policy_spec.rb: retries and dead letters
     "sluice-spec-failures-dlq" => [3, nil],
+    "sluice-spec-dlq-source" => [3, nil], # cli/dlq_spec.rb: dead letters read back and replayed
+    "sluice-spec-dlq" => [3, nil],
     "sluice-spec-metrics" => [3, nil] # instrumentation/{prometheus,statsd}_listener_spec.rb (MetricsLoad)
   }.freeze
 

@@ -80,7 +80,13 @@ module Sluice
         def origin(message, error, attempts)
           { "source_topic" => message.topic, "source_partition" => message.partition.to_s, "source_offset" => message.offset.to_s,
             "source_consumer_group" => @group, "source_attempts" => attempts.to_s,
-            "error_class" => error.class.name.to_s, "error_message" => error_message(error) }
+            "error_class" => class_name(error.class), "error_message" => error_message(error) }
+        end
+
+        # An anonymous class (Class.new(StandardError)) is named by its nearest named superclass.
+        def class_name(klass)
+          klass = klass.superclass until klass.name
+          klass.name
         end
 
         def error_message(error)
