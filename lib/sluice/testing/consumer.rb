@@ -164,15 +164,9 @@ module Sluice
         settings = Sluice::Consumer::Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                                      max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
         policy = failure_policy(retries, dead_letter)
-        return reading { Inbox.reading(self, settings, policy ? policy.wrap(block) : block).run } if settings.parallel?
+        return read_parallel(settings, policy, block) if settings.parallel?
 
-        reading do
-          while (message = take(1)&.first)
-            handle([message]) { policy ? policy.run(message, [message], &block) : yield(message) }
-          end
-        end
-      rescue Sluice::Consumer::Failure::Abandoned
-        nil
+        read_each(1, policy, batch: false, &block)
       end
 
       # Yields batches of up to max_items messages (max_wait: accepted, not waited).
@@ -186,14 +180,7 @@ module Sluice
       def each_batch(max_items: 500, max_wait: 100, retries: nil, dead_letter: nil, &block) # rubocop:disable Lint/UnusedMethodArgument -- Consumer#each_batch's signature
         raise ArgumentError, "max_items must be a positive Integer, got #{max_items.inspect}" unless max_items.is_a?(Integer) && max_items.positive?
 
-        policy = failure_policy(retries, dead_letter)
-        reading do
-          while (batch = take(max_items))
-            handle(batch) { policy ? policy.run(batch, batch, &block) : yield(batch) }
-          end
-        end
-      rescue Sluice::Consumer::Failure::Abandoned
-        nil
+        read_each(max_items, failure_policy(retries, dead_letter), batch: true, &block)
       end
 
       # The next message, or nil once none came within timeout_ms. Its offset
