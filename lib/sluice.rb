@@ -64,6 +64,7 @@ require_relative "sluice/consumer/lanes"
 require_relative "sluice/consumer/thread_pool"
 require_relative "sluice/consumer/fiber_pool"
 require_relative "sluice/consumer/workers"
+require_relative "sluice/consumer/failure"
 require_relative "sluice/consumer/parallelism"
 require_relative "sluice/consumer/partition_shares"
 require_relative "sluice/consumer/parallel_reading"
@@ -77,6 +78,8 @@ require_relative "sluice/admin/coordinator_retry"
 require_relative "sluice/admin/lifecycle"
 require_relative "sluice/admin/groups"
 require_relative "sluice/admin"
+require_relative "sluice/dead_letter"
+require_relative "sluice/dead_letter_queue"
 
 # Kafka producers, consumers and admin clients over librdkafka, with every client's events polled from one thread.
 module Sluice

@@ -42,6 +42,8 @@ module Sluice
       consumer.offsets_committed
       consumer.offsets_left_behind
       consumer.partition_eof
+      consumer.retry
+      consumer.dead_lettered
       consumer.connected
       consumer.closing
       consumer.closed
