@@ -29,7 +29,7 @@ module Sluice
 
       # @param count [Integer, nil] -c: messages to send in all
       # @return [Integer] messages that may go before the next progress line (or the count)
-      def room(count) = [@next_progress, count].compact.map { |limit| limit - @sent }.min || Producer::Lines::UNLIMITED
+      def room(count) = [@next_progress, count].compact.map { |limit| limit - @sent }.min || Producer::Enqueuer::UNLIMITED_LINES
 
       # Counts messages sent; a progress line when they reach the next.
       def add(messages, producer)

@@ -13,6 +13,9 @@ module Sluice
     class Enqueuer
       include Clock
 
+      # Up to this many records a #lines call when no max is given.
+      UNLIMITED_LINES = 2**62
+
       # @param partitioner [Partitioner] the client's
       # @param state [Polling::PolledClient] the client's poll state (pumped while waiting on the poller's thread)
       # @param config [Config] the producer's settings when the client connected
@@ -68,9 +71,6 @@ module Sluice
       end
 
       private
-
-      # Up to this many records a call when no max is given.
-      UNLIMITED_LINES = 2**62
 
       def full_queue_wait?(code, deadline) = code == QUEUE_FULL && @config.wait_on_queue_full && now < deadline
 
