@@ -33,7 +33,7 @@ module SpecAxes
       sluice/selector_spec.rb sluice/selector_interrupt_spec.rb
       integration/polling/*_spec.rb integration/lifecycle/*_spec.rb integration/fork/*_spec.rb
     ] + ROUND_TRIP,
-    # What talks Kafka's protocol, for another librdkafka (the system's) or another broker (Kafka 4, classic
+    # What talks Kafka's protocol, for another librdkafka (the system's, 2.15.0) or another broker (Kafka 4, classic
     # groups): producing, idempotence and transactions, consumer groups and offsets, the admin, authentication,
     # and librdkafka's statistics. Not the Ruby-only machinery (pollers, lifecycles, forks, parallel reads, the
     # test doubles, the CLI and docs, which reach librdkafka only through the clients whose specs run here).

@@ -21,6 +21,22 @@ module Sluice
            "https://deb.debian.org/debian/pool/main/libr/librdkafka/librdkafka_2.14.2.orig.tar.gz"].freeze
   }.freeze
 
+  # Releases the bundled build makes on request instead (SLUICE_LIBRDKAFKA_VERSION=2.15.0), before one
+  # becomes LIBRDKAFKA; same shape, plus the git tree its tag names (`tree`): an archive whose SHA-256 is
+  # not listed is accepted when it unpacks to that tree, as GitHub's archive of the tag does whatever its
+  # bytes (ext/sluice/recipe/source_tree.rb).
+  LIBRDKAFKA_OPT_IN = {
+    "2.15.0" => {
+      version: "2.15.0",
+      sha256: {
+        # `git archive --format=tar.gz --prefix=librdkafka-2.15.0/ v2.15.0` (../shared/sources on this project's machines)
+        "librdkafka-2.15.0.tar.gz" => "e91615f7ca9111f9e83109ce4b91036477620791f76810c21e143460ac6c2b84"
+      }.freeze,
+      tree: "429a83d1ba5350c0846aeaee4efe821b463f6b85", # tag v2.15.0 = commit 9a94e11452cdeb0a844db44ee5dd01ccbe17d3ab
+      urls: ["https://github.com/confluentinc/librdkafka/archive/refs/tags/v2.15.0.tar.gz"].freeze
+    }.freeze
+  }.freeze
+
   # What the bundled librdkafka links besides itself, each built from a pinned
   # source (ext/sluice/recipe/dependencies.rb) and linked in statically, so
   # that no system archive (Debian 13's libz.a is not position-independent)
