@@ -12,6 +12,7 @@ require_relative "librdkafka_recipe"
 #
 #   SLUICE_USE_SYSTEM_LIBRDKAFKA=1  the system's librdkafka (gem install sluice -- --use-system-librdkafka)
 #   SLUICE_LIBRDKAFKA_VERSION=V     another pinned release (Sluice::LIBRDKAFKA_OPT_IN: 2.15.0), cached beside the default's
+#   SLUICE_SHARED_SOURCES=DIR       where else to look for the archives (default: ../shared/sources beside the checkout)
 #   SLUICE_LIBRDKAFKA_ARCHIVE=PATH  the release archive to build from (offline installs); checked by SHA-256
 #   SLUICE_LIBRDKAFKA_URL=URL       where to download it from (a mirror; default: the GitHub release, then Debian's); checked too
 #   SLUICE_{ZLIB,ZSTD,OPENSSL,KRB5,CYRUS_SASL}_ARCHIVE=PATH, ..._URL=URL  the same for librdkafka's dependencies
@@ -75,7 +76,7 @@ end
 
 # Sources no registry serves, beside a checkout on this project's machines (../shared/sources: librdkafka
 # 2.15.0's tag archive); verified like any archive found or downloaded.
-SHARED_SOURCES = File.expand_path("../shared/sources", ROOT)
+SHARED_SOURCES = ENV.fetch("SLUICE_SHARED_SOURCES", File.expand_path("../shared/sources", ROOT))
 
 def bundled_librdkafka
   cache = librdkafka_cache
