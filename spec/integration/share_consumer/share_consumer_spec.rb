@@ -136,4 +136,27 @@ RSpec.describe Sluice::ShareConsumer, :kafka, :share_groups do
     expect(expect_within(8, guards: "close's max_wait_timeout (10 s)") { consumer.close }).to be(true)
     expect { consumer.poll }.to raise_error(Sluice::Errors::ConsumerClosedError)
   end
+
+  it "lets other fibers run while a fiber's poll waits, under a fiber scheduler", :async do
+    consumer = share_consumer(share_group)
+    consumer.subscribe(share_topic)
+    ticks = []
+    Async do |task|
+      ticker = task.async do
+        loop do
+          ticks << monotonic
+          sleep(0.005)
+        end
+      end
+      expect_within(3, guards: "a poll of 1 s that would hold the thread") { consumer.poll(1_000) }
+      ticker.stop
+    end.wait
+    expect(ticks.size).to be >= 50 # 1 s of 5 ms ticks would be 1 with the thread held
+  end
+
+  it "reads and sets a share group's own configs through Admin (group:)" do
+    group = share_group("share.delivery.count.limit" => "3")
+    expect(share_admin.describe_configs(group: group)).to include("share.auto.offset.reset" => "earliest", "share.delivery.count.limit" => "3")
+    expect { share_admin.describe_configs(group: group, topic: share_topic) }.to raise_error(ArgumentError, /one of topic:, broker: or group:/)
+  end
 end
