@@ -450,10 +450,6 @@ static VALUE share_unsupported(VALUE self) {
     return line;
 }
 
-static VALUE share_closed_p(VALUE self) {
-    share_t *s = share_get(self);
-    return s->closing || !s->rks ? Qtrue : Qfalse;
-}
 #endif
 
 /* ShareConsumer.supported? -> whether the librdkafka linked in has the share consumer (2.15.0 on) */
@@ -479,7 +475,6 @@ void sluice_init_share_consumer(void) {
     rb_define_method(cShare, "take_commits", share_take_commits, 0);
     rb_define_method(cShare, "close_start", share_close_start, 0);
     rb_define_method(cShare, "close_wait", share_close_wait, 1);
-    rb_define_method(cShare, "closed?", share_closed_p, 0);
     rb_define_method(cShare, "unsupported", share_unsupported, 0);
 #else
     rb_undef_alloc_func(cShare);

@@ -7,7 +7,7 @@ module Sluice
     class Config < ClientConfig
       # The settings of a consumer-group member that a share-group member has
       # not, and where a share group keeps each (a group config is set with
-      # Admin#alter_configs(group:), or kafka-configs.sh --entity-type groups).
+      # Admin#alter_configs(group:), or Kafka's kafka-configs tool with --entity-type groups).
       CONSUMER_GROUP_ONLY = {
         "auto.offset.reset" => "the group config share.auto.offset.reset (default latest)",
         "isolation.level" => "the group config share.isolation.level",
