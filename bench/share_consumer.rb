@@ -54,8 +54,10 @@ end
   consumers = Array.new(members) do
     Sluice::ShareConsumer.new { |config| config.kafka = { "bootstrap.servers": BROKERS, "group.id": group, "max.poll.records": 10 } }
   end
-  consumers.each { |consumer| consumer.subscribe(topic) }
-  consumers.each { |consumer| consumer.poll(0) }
+  consumers.each do |consumer|
+    consumer.subscribe(topic)
+    consumer.poll(0)
+  end
   fill.call(topic)
   readers = consumers.map do |consumer|
     ->(seen) { consumer.each_message { handle.call(seen) } }

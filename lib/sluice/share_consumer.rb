@@ -95,7 +95,7 @@ module Sluice
 
       until @stopping || @closed
         records = next_batch
-        handling(records) { yield records } unless records.empty?
+        handling { yield records } unless records.empty?
       end
       nil
     ensure
@@ -256,7 +256,7 @@ module Sluice
                                                     KafkaError.new(KafkaError.number_for(:unsupported_feature), line))
     end
 
-    def handling(records)
+    def handling
       yield
       synchronize { @acks.acknowledge_all(:accept) } if implicit?
     rescue Exception # rubocop:disable Lint/RescueException -- a kill or an interrupt too: hand the records back now, not after their lock

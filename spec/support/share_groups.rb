@@ -13,7 +13,9 @@ module ShareGroups
 
     # Why the share-group specs cannot run here, or nil.
     def skip_reason
-      return "needs librdkafka 2.15.0's share consumer (SLUICE_LIBRDKAFKA_VERSION=2.15.0 rake compile)" unless Sluice::Native::ShareConsumer.supported?
+      unless Sluice::Native::ShareConsumer.supported?
+        return "needs librdkafka 2.15.0's share consumer (SLUICE_LIBRDKAFKA_VERSION=2.15.0 rake compile)"
+      end
 
       "needs a broker with share groups, Kafka 4.2 or later (bin/test-kafka4, or SLUICE_SHARE_BROKERS)" unless brokers
     end

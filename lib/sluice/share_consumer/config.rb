@@ -61,7 +61,9 @@ module Sluice
       def validate!
         super
         refuse_group_only!
-        invalid!("acknowledgement must be :implicit or :explicit, got #{@acknowledgement.inspect}") unless %i[implicit explicit].include?(@acknowledgement)
+        unless %i[implicit explicit].include?(@acknowledgement)
+          invalid!("acknowledgement must be :implicit or :explicit, got #{@acknowledgement.inspect}")
+        end
         positive!(:max_wait_timeout, @max_wait_timeout)
         positive!(:poll_slice, @poll_slice)
         group = kafka_setting("group.id")

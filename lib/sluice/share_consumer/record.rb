@@ -6,7 +6,8 @@ module Sluice
     # has been delivered (1 the first time; a release, or a lock that ran
     # out, delivers it again with one more). Accept, release or reject it
     # through the consumer (ShareConsumer#accept, ...).
-    Record = Struct.new(:topic, :partition, :offset, :key, :payload, :timestamp_ms, :raw_headers, :delivery_count, :error_tuple) do
+    # (#partition is the field, as Message's: a record is no collection to partition)
+    Record = Struct.new(:topic, :partition, :offset, :key, :payload, :timestamp_ms, :raw_headers, :delivery_count, :error_tuple) do # rubocop:disable Lint/StructNewOverride
       # @return [Hash{String => String, nil}] the headers (a name given twice: its last value)
       def headers
         @headers ||= (raw_headers || []).each_slice(2).to_h.freeze

@@ -25,9 +25,11 @@ RSpec.describe Sluice::ShareConsumer, :kafka, :share_groups do
       topic = "sluice-spec-share-#{SecureRandom.hex(4)}".tap { |name| share_admin.create_topic(name, partitions: 1) }
       group = share_group
       consumers = Array.new(members) { share_consumer(group, kafka: { "max.poll.records": 5 }) }
-      consumers.each { |consumer| consumer.subscribe(topic) }
       # Every member joined (one empty poll each, and the group's assignment) before any record exists.
-      consumers.each { |consumer| consumer.poll(0) }
+      consumers.each do |consumer|
+        consumer.subscribe(topic)
+        consumer.poll(0)
+      end
       produce_share_records(30 * members, topic)
       seen = Queue.new
       readers = consumers.each_with_index.map do |consumer, index|

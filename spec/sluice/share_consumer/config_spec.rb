@@ -12,11 +12,13 @@ RSpec.describe Sluice::ShareConsumer do
   it "names every consumer-group-only setting given, and where a share group keeps it" do
     expect { validated({ "auto.offset.reset": "earliest", "enable.auto.commit": false, "session.timeout.ms": 6000 }) }
       .to raise_error(Sluice::Errors::ShareConsumerConfigError,
-                      /auto\.offset\.reset \(a share group has the group config share\.auto\.offset\.reset.*enable\.auto\.commit.*session\.timeout\.ms/)
+                      /auto\.offset\.reset \(a share group has the group config share\.auto\.offset\.reset.*
+                       enable\.auto\.commit.*session\.timeout\.ms/x)
   end
 
   it "takes the acknowledgement mode as a setting of its own, not librdkafka's property" do
-    expect { validated({ "share.acknowledgement.mode": "explicit" }) }.to raise_error(Sluice::Errors::ShareConsumerConfigError, /config\.acknowledgement/)
+    expect { validated({ "share.acknowledgement.mode": "explicit" }) }
+      .to raise_error(Sluice::Errors::ShareConsumerConfigError, /config\.acknowledgement/)
     expect { validated(acknowledgement: :manual) }.to raise_error(Sluice::Errors::ConfigurationInvalidError, /:implicit or :explicit/)
     expect(validated(acknowledgement: :explicit).acknowledgement).to eq(:explicit)
   end
@@ -38,7 +40,8 @@ RSpec.describe Sluice::ShareConsumer do
       .to raise_error(Sluice::Errors::ShareConsumerUnavailableError, /librdkafka 2\.15\.0/)
   end
 
-  it "refuses a consumer-group setting at new, before any handle exists", skip: !Sluice::Native::ShareConsumer.supported? && "needs librdkafka 2.15.0" do
+  it "refuses a consumer-group setting at new, before any handle exists",
+     skip: !Sluice::Native::ShareConsumer.supported? && "needs librdkafka 2.15.0" do
     expect { described_class.new { |config| config.kafka = { "group.id": "g", "isolation.level": "read_committed" } } }
       .to raise_error(Sluice::Errors::ShareConsumerConfigError, /share\.isolation\.level/)
   end
