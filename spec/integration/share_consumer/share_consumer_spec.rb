@@ -131,12 +131,29 @@ RSpec.describe Sluice::ShareConsumer, :kafka, :share_groups do
     waiting = Queue.new
     reader = Thread.new { waiting << :reading && consumer.each_message { nil } }
     waiting.pop
-    expect_within(2, guards: "each_message's wait for records, which never come") do
-      consumer.stop
-      reader.join
-    end
+    consumer.stop
+    expect(reader.join(2)).to be(reader), "each_message did not end within 2 s of stop (its poll slice is 100 ms)"
     expect(expect_within(8, guards: "close's max_wait_timeout (10 s)") { consumer.close }).to be(true)
     expect { consumer.poll }.to raise_error(Sluice::Errors::ConsumerClosedError)
+  end
+
+  it "ends a poll's wait within its slice on Thread#raise, and the consumer still reads" do
+    consumer = share_consumer(share_group)
+    consumer.subscribe(share_topic)
+    waiting = Queue.new
+    reader = Thread.new do
+      waiting << :polling
+      consumer.poll(10_000)
+    rescue Interrupt => e
+      e
+    end
+    waiting.pop
+    expect_within(2, guards: "the poll's 10 s timeout (a slice is 100 ms)") do
+      reader.raise(Interrupt)
+      expect(reader.value).to be_a(Interrupt)
+    end
+    produce_share_records(1)
+    expect(poll_records(consumer, 1).map(&:offset)).to eq([0])
   end
 
   it "lets other fibers run while a fiber's poll waits, under a fiber scheduler", :async do
