@@ -28,7 +28,6 @@
 #include "values.h"
 
 #if RD_KAFKA_VERSION >= 0x020f0000
-#define SLUICE_SHARE 1
 #include <pthread.h>
 #include <ruby/thread.h>
 
@@ -456,7 +455,7 @@ static VALUE share_unsupported(VALUE self) {
 
 /* ShareConsumer.supported? -> whether the librdkafka linked in has the share consumer (2.15.0 on) */
 static VALUE share_supported_p(VALUE klass) {
-#ifdef SLUICE_SHARE
+#if RD_KAFKA_VERSION >= 0x020f0000
     return Qtrue;
 #else
     return Qfalse;
@@ -466,7 +465,7 @@ static VALUE share_supported_p(VALUE klass) {
 void sluice_init_share_consumer(void) {
     VALUE cShare = rb_define_class_under(sluice_mNative, "ShareConsumer", rb_cObject);
     rb_define_singleton_method(cShare, "supported?", share_supported_p, 0);
-#ifdef SLUICE_SHARE
+#if RD_KAFKA_VERSION >= 0x020f0000
     rb_define_alloc_func(cShare, share_alloc);
     rb_define_method(cShare, "initialize", share_initialize, 1);
     rb_define_method(cShare, "subscribe", share_subscribe, 1);
