@@ -115,7 +115,7 @@ module Sluice
           next report_record_error(record) if record.error_tuple
 
           yield record
-          accept(record) if implicit? && @acks.pending.include?(record)
+          accept(record) if implicit? && @acks.pending?(record)
         end
       end
     end

@@ -20,6 +20,9 @@ module Sluice
 
       def empty? = @pending.empty?
 
+      # @return [Boolean] the record still waits for its acknowledgement (by position: a lookup, not a scan)
+      def pending?(record) = @pending.key?(record.position)
+
       # A new batch's records: each waits for its acknowledgement (one librdkafka
       # handled itself, a record-level error, does not).
       def track(records)
