@@ -48,6 +48,9 @@ module Sluice
       consumer.closing
       consumer.closed
       poller.consumer_registered
+      share_consumer.acknowledgements_committed
+      share_consumer.closing
+      share_consumer.closed
       poller.consumer_unregistered
       admin.connected
       admin.request
