@@ -59,13 +59,14 @@ module Sluice
       topics = topics.map { |topic| topic_name(topic) }
 
       check(open_client.subscribe(topics), "subscribe")
+      @subscription = topics.map(&:to_s).uniq # each_message(retry_topics:) adds theirs
       nil
     end
 
     # Leaves the group's topics: the assignment is given up.
     # @return [nil]
     # @raise [Errors::ConsumerError]
-    def unsubscribe = check(open_client.unsubscribe, "unsubscribe") && nil
+    def unsubscribe = check(open_client.unsubscribe, "unsubscribe") && (@subscription = nil)
 
     # Reads outside a group: { topic => [partition, ...] } from the committed
     # (or auto.offset.reset) position, or { topic => { partition => offset } }.
@@ -164,15 +165,18 @@ module Sluice
     # @example Three attempts, then the dead-letter topic
     #   consumer.each_message(retries: { attempts: 3, backoff: 0.5..30.0 }, dead_letter: "orders.dlq") { |message| bill(message) }
     def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000,
-                     retries: nil, dead_letter: nil, &block)
+                     retries: nil, dead_letter: nil, retry_topics: nil, &block)
       settings = Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                  max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
-      policy = failure_policy(retries, dead_letter, settings.parallel?)
-      return each_message_in_parallel(settings, &(policy ? policy.wrap(block) : block)) if settings.parallel?
+      policy = failure_policy(retries, dead_letter, settings.parallel?, retry_topics)
+      return each_message_in_parallel(settings, policy, &(policy ? policy.wrap(block) : block)) if settings.parallel?
 
       open_client
+      pauses = retry_pauses(policy)
       @inbox.reading do
-        while (message = @inbox.take(nil))
+        while (message = take_due(pauses))
+          next if pauses.take_back?(message, 0)
+
           finished = false
           begin
             policy ? policy.run(message, [message], &block) : yield(message)
@@ -186,6 +190,7 @@ module Sluice
     rescue Failure::Abandoned
       nil
     ensure
+      pauses&.resume_all
       policy&.close
       after_reading
     end
@@ -427,7 +432,7 @@ module Sluice
     private
 
     # each_message's reads with concurrency above 1 (ParallelReading); its ensure calls #after_reading.
-    def each_message_in_parallel(settings, &block)
+    def each_message_in_parallel(settings, policy, &block)
       open_client
       shares = if settings.ordering == :partition
                  PartitionShares.new(max_buffered: settings.max_buffered, assignment: method(:assignment), pause: method(:pause),
@@ -435,6 +440,7 @@ module Sluice
                else
                  PartitionShares::None
                end
+      shares = retry_pauses(policy, shares)
       reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), shares: shares, block: block,
                                     close_deadline: @life.method(:deadline), commit: @config.auto_commit?, **settings.to_h)
       @inbox.reading(reading) do
