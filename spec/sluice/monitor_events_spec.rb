@@ -16,7 +16,8 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
       "poller.budget_exceeded", "poller.producer_registered", "poller.producer_unregistered",
       "consumer.partitions_assigned", "consumer.partitions_revoked", "consumer.revoke_waiting", "consumer.offsets_committed",
       "consumer.offsets_left_behind",
-      "consumer.partition_eof", "consumer.retry", "consumer.dead_lettered", "consumer.retry_scheduled", "consumer.retry_waiting", "consumer.connected", "consumer.closing", "consumer.closed",
+      "consumer.partition_eof", "consumer.retry", "consumer.dead_lettered", "consumer.retry_scheduled", "consumer.retry_waiting",
+      "consumer.connected", "consumer.closing", "consumer.closed",
       "poller.consumer_registered", "poller.consumer_unregistered",
       "admin.connected", "admin.request", "admin.closing", "admin.closed", "poller.admin_registered", "poller.admin_unregistered",
       "connection_pool.created", "connection_pool.setup", "connection_pool.reload", "connection_pool.reloaded", "connection_pool.shutdown"

@@ -109,10 +109,7 @@ module Sluice
       # `consumer.dead_lettered`: consumer.dead_letters, the messages dead-lettered, tagged with the source topic.
       def dead_lettered(event) = [Sample.new(:count, "consumer.dead_letters", event[:count], tags(event).merge(topic: event[:topic].to_s))]
       # `consumer.retry_scheduled`: consumer.retries_scheduled, the messages sent to a retry topic, tagged with the topic they failed on.
-      def retry_scheduled(event)
-        [Sample.new(:count, "consumer.retries_scheduled", event[:count], tags(event).merge(topic: event[:topic].to_s))]
-      end
-
+      def retry_scheduled(event) = [Sample.new(:count, "consumer.retries_scheduled", event[:count], tags(event).merge(topic: event[:topic].to_s))]
       # `transaction.finished`: transaction.time, how long it took (ms).
       def transaction(event) = [Sample.new(:timing, "transaction.time", event[:time].to_f, tags(event))]
       # `poller.budget_exceeded`: polling.budget_exceeded, 1.
