@@ -39,14 +39,17 @@ module Sluice
         #   retry topic a failure would stop the retry topic's partition for good)
         def retry_topics(delays, dead_letter)
           return if delays.nil?
-
-          valid = delays.is_a?(Array) && !delays.empty? && delays.all? { |d| d.is_a?(Numeric) && d.positive? && d.to_f.finite? }
-          unless valid && delays.each_cons(2).all? { |a, b| a < b }
-            raise ArgumentError, "retry_topics is a list of delays in seconds > 0, ascending (e.g. [5, 60, 600]), got #{delays.inspect}"
-          end
           raise ArgumentError, "retry_topics needs dead_letter: (where a message goes after the last retry topic)" if dead_letter.nil?
 
-          delays.dup.freeze
+          delays(delays)
+        end
+
+        # @return [Array<Numeric>] the delays, checked (Admin#create_retry_topics too)
+        def delays(delays)
+          valid = delays.is_a?(Array) && !delays.empty? && delays.all? { |d| d.is_a?(Numeric) && d.positive? && d.to_f.finite? }
+          return delays.dup.freeze if valid && delays.each_cons(2).all? { |a, b| a < b }
+
+          raise ArgumentError, "retry_topics is a list of delays in seconds > 0, ascending (e.g. [5, 60, 600]), got #{delays.inspect}"
         end
 
         def attempts(value)
