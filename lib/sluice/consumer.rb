@@ -147,6 +147,14 @@ module Sluice
     #   headers; its offset is stored once that is acknowledged (a transactional
     #   producer: committed in the same transaction; concurrency 1 only).
     #   Without producer:, one made from the consumer's settings
+    # @param retry_topics [Array<Numeric>, nil] delays (s, ascending), with
+    #   dead_letter:: a message that failed goes to "<topic>.retry.<delay>s"
+    #   (the next one after a retry topic, dead_letter after the last), with
+    #   a retry_due header; its offset is stored once that is acknowledged. A
+    #   retry topic's message not due yet pauses its partition until it is.
+    #   The retry topics of topics subscribed by name are subscribed too; they
+    #   must exist (Admin#create_retry_topics). Per-key order does not hold
+    #   across them (docs/FAILURES.md)
     # @yieldparam message [Message]
     # @return [nil] once stopped
     # @raise [ArgumentError] a setting out of range
@@ -164,6 +172,8 @@ module Sluice
     #   consumer.each_message(concurrency: 64, ordering: :key) { |message| Billing.charge(message.key, message.payload) }
     # @example Three attempts, then the dead-letter topic
     #   consumer.each_message(retries: { attempts: 3, backoff: 0.5..30.0 }, dead_letter: "orders.dlq") { |message| bill(message) }
+    # @example Again after 5 s, 1 min and 10 min, through retry topics, then the dead-letter topic
+    #   consumer.each_message(retry_topics: [5, 60, 600], dead_letter: "orders.dlq") { |message| bill(message) }
     def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000,
                      retries: nil, dead_letter: nil, retry_topics: nil, &block)
       settings = Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,

@@ -22,6 +22,8 @@ module Sluice
         # @return [String]
         def self.name(topic, delay) = "#{topic}#{suffix(delay)}"
 
+        # The part after the source topic's name: ".retry.5s".
+        # @return [String]
         def self.suffix(delay) = ".retry.#{delay == delay.to_i ? delay.to_i : delay}s"
 
         # @param delays [Array<Numeric>] ascending seconds (Settings.retry_topics)
