@@ -182,10 +182,10 @@ module Sluice
       return each_message_in_parallel(settings, policy, &(policy ? policy.wrap(block) : block)) if settings.parallel?
 
       open_client
-      pauses = retry_pauses(policy)
+      pauses = retry_pauses(policy, nil)
       @inbox.reading do
-        while (message = take_due(pauses))
-          next if pauses.take_back?(message, 0)
+        while (message = pauses ? take_due(pauses) : @inbox.take(nil))
+          next if pauses&.take_back?(message)
 
           finished = false
           begin

@@ -27,12 +27,14 @@ module Sluice
         # With retry_topics:, the pauses of retry topics' partitions until their
         # messages are due (in front of shares, a concurrent read's), and the
         # retry topics of the topics subscribed by name, subscribed too.
-        def retry_pauses(policy, shares = PartitionShares::None)
+        # @param shares [PartitionShares, PartitionShares::None, nil] nil: a one-at-a-time read's
+        # @return [RetryPauses, nil] shares themselves without retry topics
+        def retry_pauses(policy, shares)
           return shares unless (topics = policy&.retry_topics)
 
           subscribe_retry_topics(topics)
           RetryPauses.new(retry_topics: topics, pause: method(:pause), resume: method(:resume), rewind: method(:rewind),
-                          instrument: method(:instrument), shares: shares)
+                          instrument: method(:instrument), shares: shares || PartitionShares::None)
         end
 
         # Subscribing again before the read joins costs no rebalance; a
@@ -46,8 +48,6 @@ module Sluice
         # The next message, or nil once stopped; with retry pauses, the
         # paused partitions are resumed when due while waiting for it.
         def take_due(pauses)
-          return @inbox.take(nil) unless pauses.is_a?(RetryPauses)
-
           loop do
             pauses.resume_due
             wait = pauses.next_due_ms
