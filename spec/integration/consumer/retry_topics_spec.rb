@@ -72,6 +72,27 @@ RSpec.describe "Consumer retry topics (retry_topics:)", :kafka do
     end
   end
 
+  it "waits for a retry topic's message under the caller's fiber scheduler without blocking its thread", :async do
+    first = produce("fiber")
+    consumer = retry_reader(first)
+    runs = []
+    ticks = 0
+    Async do |task|
+      ticker = task.async { loop { (ticks += 1) && sleep(0.05) } } # runs only while the reader's waits yield
+      consumer.each_message(concurrency: 2, **policy) do |message|
+        runs << [message.topic, monotonic, Fiber.current.blocking?]
+        raise injected, "fails once" if message.topic == topic
+
+        consumer.stop
+      end
+      ticker.stop
+    end.wait
+    expect(runs.map(&:first)).to eq([topic, retry_topics[0]])
+    expect(runs.map(&:last).uniq).to eq([false])
+    expect_elapsed(runs[1][1] - runs[0][1], at_least: 1.0, guards: "the first retry topic's delay (1 s)")
+    expect(ticks).to be > 10 # the second's wait yielded to the scheduler
+  end
+
   it "sends a message that always fails to the dead-letter topic after the last retry topic, with its origin" do
     first = produce("poison", key: "p", headers: { "trace" => "t2" })
     dead_from = end_of(dlq)
