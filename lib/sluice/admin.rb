@@ -91,6 +91,29 @@ module Sluice
       await_metadata(:create_topic, name) { |found| found&.size == partitions && found.all? { |p| p[:leader] >= 0 } }
     end
 
+    # Creates the retry topics of each_message(retry_topics: delays) for topic
+    # ("orders.retry.5s", ...), with as many partitions as topic (a failed
+    # message keeps its partition number there). Those that exist already
+    # are left as they are: it can run at every deploy.
+    # @param topic [String, Symbol] the source topic (it must exist)
+    # @param delays [Array<Numeric>] seconds, ascending, as given to each_message
+    # @param replication_factor [Integer]
+    # @param config [Hash{String => String}] topic settings, for each of them
+    # @return [Array<String>] the retry topics' names
+    # @raise [ArgumentError] delays not ascending seconds > 0
+    # @raise [Errors::UnknownTopicError] no such source topic
+    # @example
+    #   admin.create_retry_topics("orders", [5, 60, 600]) # => ["orders.retry.5s", "orders.retry.60s", "orders.retry.600s"]
+    def create_retry_topics(topic, delays, replication_factor: 1, config: {})
+      delays = Consumer::Failure::Settings.delays(delays)
+      partitions = describe_topic(topic)[:partitions].size
+      delays.map { |delay| Consumer::Failure::RetryTopics.name(topic.to_s, delay) }.each do |name|
+        create_topic(name, partitions: partitions, replication_factor: replication_factor, config: config)
+      rescue Errors::TopicAlreadyExistsError
+        nil
+      end
+    end
+
     # Grows a topic to `total` partitions (the new total, not how many to add),
     # returning once the metadata shows them with leaders.
     # @param name [String, Symbol]

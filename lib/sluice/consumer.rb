@@ -59,13 +59,14 @@ module Sluice
       topics = topics.map { |topic| topic_name(topic) }
 
       check(open_client.subscribe(topics), "subscribe")
+      @subscription = topics.map(&:to_s).uniq # each_message(retry_topics:) adds theirs
       nil
     end
 
     # Leaves the group's topics: the assignment is given up.
     # @return [nil]
     # @raise [Errors::ConsumerError]
-    def unsubscribe = check(open_client.unsubscribe, "unsubscribe") && nil
+    def unsubscribe = check(open_client.unsubscribe, "unsubscribe") && (@subscription = nil)
 
     # Reads outside a group: { topic => [partition, ...] } from the committed
     # (or auto.offset.reset) position, or { topic => { partition => offset } }.
@@ -146,6 +147,14 @@ module Sluice
     #   headers; its offset is stored once that is acknowledged (a transactional
     #   producer: committed in the same transaction; concurrency 1 only).
     #   Without producer:, one made from the consumer's settings
+    # @param retry_topics [Array<Numeric>, nil] delays (s, ascending), with
+    #   dead_letter:: a message that failed goes to "<topic>.retry.<delay>s"
+    #   (the next one after a retry topic, dead_letter after the last), with
+    #   a retry_due header; its offset is stored once that is acknowledged. A
+    #   retry topic's message not due yet pauses its partition until it is.
+    #   The retry topics of topics subscribed by name are subscribed too; they
+    #   must exist (Admin#create_retry_topics). Per-key order does not hold
+    #   across them (docs/FAILURES.md)
     # @yieldparam message [Message]
     # @return [nil] once stopped
     # @raise [ArgumentError] a setting out of range
@@ -163,16 +172,21 @@ module Sluice
     #   consumer.each_message(concurrency: 64, ordering: :key) { |message| Billing.charge(message.key, message.payload) }
     # @example Three attempts, then the dead-letter topic
     #   consumer.each_message(retries: { attempts: 3, backoff: 0.5..30.0 }, dead_letter: "orders.dlq") { |message| bill(message) }
+    # @example Again after 5 s, 1 min and 10 min, through retry topics, then the dead-letter topic
+    #   consumer.each_message(retry_topics: [5, 60, 600], dead_letter: "orders.dlq") { |message| bill(message) }
     def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000,
-                     retries: nil, dead_letter: nil, &block)
+                     retries: nil, dead_letter: nil, retry_topics: nil, &block)
       settings = Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                  max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
-      policy = failure_policy(retries, dead_letter, settings.parallel?)
-      return each_message_in_parallel(settings, &(policy ? policy.wrap(block) : block)) if settings.parallel?
+      policy = failure_policy(retries, dead_letter, settings.parallel?, retry_topics)
+      return each_message_in_parallel(settings, policy, &(policy ? policy.wrap(block) : block)) if settings.parallel?
 
       open_client
+      pauses = retry_pauses(policy, nil)
       @inbox.reading do
-        while (message = @inbox.take(nil))
+        while (message = pauses ? take_due(pauses) : @inbox.take(nil))
+          next if pauses&.take_back?(message)
+
           finished = false
           begin
             policy ? policy.run(message, [message], &block) : yield(message)
@@ -186,6 +200,7 @@ module Sluice
     rescue Failure::Abandoned
       nil
     ensure
+      pauses&.resume_all
       policy&.close
       after_reading
     end
@@ -427,7 +442,7 @@ module Sluice
     private
 
     # each_message's reads with concurrency above 1 (ParallelReading); its ensure calls #after_reading.
-    def each_message_in_parallel(settings, &block)
+    def each_message_in_parallel(settings, policy, &block)
       open_client
       shares = if settings.ordering == :partition
                  PartitionShares.new(max_buffered: settings.max_buffered, assignment: method(:assignment), pause: method(:pause),
@@ -435,6 +450,7 @@ module Sluice
                else
                  PartitionShares::None
                end
+      shares = retry_pauses(policy, shares)
       reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), shares: shares, block: block,
                                     close_deadline: @life.method(:deadline), commit: @config.auto_commit?, **settings.to_h)
       @inbox.reading(reading) do

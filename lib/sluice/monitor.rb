@@ -44,6 +44,8 @@ module Sluice
       consumer.partition_eof
       consumer.retry
       consumer.dead_lettered
+      consumer.retry_scheduled
+      consumer.retry_waiting
       consumer.connected
       consumer.closing
       consumer.closed

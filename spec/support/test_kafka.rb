@@ -42,6 +42,10 @@ module TestKafka
     ParallelReadsTopic::NAME => [3, nil], # consumer/parallel_spec.rb and the others of ParallelReads: one per rspec process
     "sluice-spec-failures" => [3, nil], # consumer/failure_policy_spec.rb: retries and dead letters
     "sluice-spec-failures-dlq" => [3, nil],
+    "sluice-spec-retrying" => [3, nil], # consumer/retry_topics_spec.rb: retry_topics: [1, 2], its retry topics and DLQ
+    "sluice-spec-retrying.retry.1s" => [3, nil],
+    "sluice-spec-retrying.retry.2s" => [3, nil],
+    "sluice-spec-retrying-dlq" => [3, nil],
     "sluice-spec-dlq-source" => [3, nil], # cli/dlq_spec.rb: dead letters read back and replayed
     "sluice-spec-dlq" => [3, nil],
     "sluice-spec-metrics" => [3, nil] # instrumentation/{prometheus,statsd}_listener_spec.rb (MetricsLoad)

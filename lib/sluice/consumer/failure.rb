@@ -21,14 +21,16 @@ module Sluice
       # @param retries [Hash, nil] { attempts: Integer >= 1, backoff: Range of seconds }
       # @param dead_letter [String, Hash, nil] the topic, or { topic:, producer:, partitioner: }
       # @param host [#call] (topic, producer, partitioner) => DeadLetters, built the way the consumer (or its double) can
+      # @param retry_topics [Array<Numeric>, nil] delays (s): RetryTopics (needs dead_letter)
       # @return [Policy, nil] nil when neither is given: the block runs as it is
       # @raise [ArgumentError] a setting out of range
-      def policy(retries:, dead_letter:, stopped:, instrument:, host:)
+      def policy(retries:, dead_letter:, stopped:, instrument:, host:, retry_topics: nil)
+        delays = Settings.retry_topics(retry_topics, dead_letter)
         return if retries.nil? && dead_letter.nil?
 
         attempts, backoff = Settings.retries(retries)
         Policy.new(attempts: attempts, backoff: backoff, dead_letters: dead_letter && host.call(*Settings.dead_letter(dead_letter)),
-                   stopped: stopped, instrument: instrument)
+                   stopped: stopped, instrument: instrument, retry_topics: delays && RetryTopics.new(delays))
       end
     end
   end
@@ -37,5 +39,7 @@ end
 require_relative "failure/settings"
 require_relative "failure/backoff"
 require_relative "failure/dead_letters"
+require_relative "failure/retry_topics"
+require_relative "failure/retry_pauses"
 require_relative "failure/policy"
 require_relative "failure/reading"

@@ -61,6 +61,7 @@ module Sluice
         "consumer.revoked" => [:count, "partitions revoked from the consumer by rebalances"],
         "consumer.retries" => [:count, "blocks run again after they raised (retries:), by source topic"],
         "consumer.dead_letters" => [:count, "messages produced to a dead-letter topic (dead_letter:), by source topic"],
+        "consumer.retries_scheduled" => [:count, "messages produced to a retry topic (retry_topics:), by the topic they failed on"],
         "transaction.time" => [:timing, "how long a transaction took (ms)"],
         "polling.budget_exceeded" => [:count, "polling turns max_time cut short, work left for the next (poller.budget_exceeded)"]
       }.freeze
@@ -107,6 +108,8 @@ module Sluice
       def retried(event) = [Sample.new(:count, "consumer.retries", 1, tags(event).merge(topic: event[:topic].to_s))]
       # `consumer.dead_lettered`: consumer.dead_letters, the messages dead-lettered, tagged with the source topic.
       def dead_lettered(event) = [Sample.new(:count, "consumer.dead_letters", event[:count], tags(event).merge(topic: event[:topic].to_s))]
+      # `consumer.retry_scheduled`: consumer.retries_scheduled, the messages sent to a retry topic, tagged with the topic they failed on.
+      def retry_scheduled(event) = [Sample.new(:count, "consumer.retries_scheduled", event[:count], tags(event).merge(topic: event[:topic].to_s))]
       # `transaction.finished`: transaction.time, how long it took (ms).
       def transaction(event) = [Sample.new(:timing, "transaction.time", event[:time].to_f, tags(event))]
       # `poller.budget_exceeded`: polling.budget_exceeded, 1.

@@ -41,6 +41,8 @@ module Sluice
       def on_consumer_retry(event) = emit(@metrics.retried(event))
       # `consumer.dead_lettered`: the consumer.dead_letters count, per source topic.
       def on_consumer_dead_lettered(event) = emit(@metrics.dead_lettered(event))
+      # `consumer.retry_scheduled`: the consumer.retries_scheduled count, per topic failed on.
+      def on_consumer_retry_scheduled(event) = emit(@metrics.retry_scheduled(event))
       # `poller.budget_exceeded`: the polling.budget_exceeded count.
       def on_poller_budget_exceeded(event) = emit(@metrics.budget_exceeded(event))
       # `producer.closed`: no metric; the producer's running totals are forgotten.

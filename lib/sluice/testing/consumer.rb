@@ -156,14 +156,16 @@ module Sluice
       # @param retries [Hash, nil] { attempts:, backoff: } as Sluice::Consumer#each_message's (backoffs are waited)
       # @param dead_letter [Hash, nil] { topic:, producer:, partitioner: }: producer is required here (an in-memory one,
       #   config.client_class = Sluice::Clients::Buffered, for have_produced); source_consumer_group is this double's id
+      # @param retry_topics [Array<Numeric>, nil] as Sluice::Consumer#each_message's: a failed message is produced to
+      #   its next retry topic (through dead_letter's producer); a message fed from a retry topic runs at once, not when due
       # @yieldparam message [Message]
       # @return [nil]
       # @raise [ArgumentError] a setting out of range
       def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000,
-                       retries: nil, dead_letter: nil, &block)
+                       retries: nil, dead_letter: nil, retry_topics: nil, &block)
         settings = Sluice::Consumer::Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                                      max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
-        policy = failure_policy(retries, dead_letter)
+        policy = failure_policy(retries, dead_letter, retry_topics)
         return read_parallel(settings, policy, block) if settings.parallel?
 
         read_each(1, policy, batch: false, &block)

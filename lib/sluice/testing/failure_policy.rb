@@ -32,9 +32,9 @@ module Sluice
       end
 
       # Sluice::Consumer's retries: and dead_letter: (Consumer::Failure), without events: a double has no monitor.
-      def failure_policy(retries, dead_letter)
+      def failure_policy(retries, dead_letter, retry_topics = nil)
         Sluice::Consumer::Failure.policy(retries: retries, dead_letter: dead_letter, stopped: method(:stopping?),
-                                         instrument: ->(_name, _payload) {}, host: method(:dead_letters))
+                                         instrument: ->(_name, _payload) {}, host: method(:dead_letters), retry_topics: retry_topics)
       end
 
       def dead_letters(topic, producer, partitioner)

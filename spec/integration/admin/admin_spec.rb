@@ -52,6 +52,16 @@ RSpec.describe Sluice::Admin, :kafka do
   end
 
   describe "topics" do
+    it "creates the retry topics of a topic, with its partition count, and leaves those that exist" do
+      create(topic, partitions: 2)
+      names = %W[#{topic}.retry.1s #{topic}.retry.30s]
+      created << names.last
+      create(names.first, partitions: 1)
+      expect(admin.create_retry_topics(topic, [1, 30])).to eq(names)
+      expect(names.map { |name| admin.describe_topic(name)[:partitions].size }).to eq([1, 2])
+      expect { admin.create_retry_topics(topic, [30, 1]) }.to raise_error(ArgumentError, /ascending/)
+    end
+
     it "creates a topic with partitions and settings, lists, describes, grows and deletes it" do
       expect(admin.create_topic(topic, partitions: 2, replication_factor: 1, config: { "cleanup.policy" => "compact" })).to be_nil
       created << topic

@@ -76,8 +76,10 @@ RSpec.describe "Metrics listeners" do
       listener = described_class.new(client: dogstatsd, tag_format: :dogstatsd)
       listener.on_consumer_retry(event("consumer.retry", consumer_id: "c1", topic: "orders"))
       listener.on_consumer_dead_lettered(event("consumer.dead_lettered", consumer_id: "c1", topic: "orders", count: 2))
+      listener.on_consumer_retry_scheduled(event("consumer.retry_scheduled", consumer_id: "c1", topic: "orders", count: 1))
       tags = ["client_id:c1", "kind:consumer", "topic:orders"]
-      expect(dogstatsd.calls).to eq([[:count, "sluice.consumer.retries", 1, tags], [:count, "sluice.consumer.dead_letters", 2, tags]])
+      expect(dogstatsd.calls).to eq([[:count, "sluice.consumer.retries", 1, tags], [:count, "sluice.consumer.dead_letters", 2, tags],
+                                     [:count, "sluice.consumer.retries_scheduled", 1, tags]])
     end
 
     it "refuses a tag format it does not know" do
@@ -103,7 +105,9 @@ RSpec.describe "Metrics listeners" do
       listener = described_class.new(registry: registry)
       listener.on_consumer_retry(event("consumer.retry", consumer_id: "c1", topic: "orders"))
       listener.on_consumer_dead_lettered(event("consumer.dead_lettered", consumer_id: "c1", topic: "orders", count: 2))
+      listener.on_consumer_retry_scheduled(event("consumer.retry_scheduled", consumer_id: "c1", topic: "orders", count: 1))
       labels = { client_id: "c1", kind: "consumer", topic: "orders" }
+      expect(registry.get(:sluice_consumer_retries_scheduled_total).get(labels)).to eq(1)
       expect(registry.get(:sluice_consumer_retries_total).get(labels)).to eq(1)
       expect(registry.get(:sluice_consumer_dead_letters_total).get(labels)).to eq(2)
     end

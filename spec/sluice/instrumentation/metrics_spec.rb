@@ -87,6 +87,8 @@ RSpec.describe Sluice::Instrumentation::Metrics do
       .to eq([:count, "consumer.retries", 1, { client_id: "c1", kind: "consumer", topic: "orders" }])
     expect(metrics.dead_lettered(event(consumer_id: "c1", topic: "orders", count: 3)).first.to_a)
       .to eq([:count, "consumer.dead_letters", 3, { client_id: "c1", kind: "consumer", topic: "orders" }])
+    expect(metrics.retry_scheduled(event(consumer_id: "c1", topic: "orders", count: 1)).first.to_a)
+      .to eq([:count, "consumer.retries_scheduled", 1, { client_id: "c1", kind: "consumer", topic: "orders" }])
   end
 
   it "describes every metric it makes" do

@@ -54,6 +54,19 @@ RSpec.describe "Sluice::Testing::Consumer failure policies" do
     expect(consumer.committed).to eq("orders" => { 0 => Sluice::Testing::Consumer::NO_OFFSET })
   end
 
+  it "produces a failed message to its next retry topic, and one failing there to the dead-letter topic" do
+    policy = { retry_topics: [5, 60], dead_letter: { topic: "orders.dlq", producer: producer } }
+    consumer.each_message(**policy) { |message| raise injected, "cannot bill" if message.payload == "poison" }
+    expect(producer).to have_produced(topic: "orders.retry.5s", key: "order-7", payload: "poison", partition: 0,
+                                      headers: hash_including("source_topic" => "orders", "source_attempts" => "1",
+                                                              "retry_due" => match(/\A\d+\z/))).once
+    copy = producer.client.messages.find { |message| message[:topic] == "orders.retry.5s" }
+    consumer.feed(topic: "orders.retry.60s", payload: "poison", headers: copy[:headers], partition: 0)
+    consumer.subscribe("orders", "orders.retry.60s")
+    consumer.each_message(**policy, &poison)
+    expect(producer).to have_produced(topic: "orders.dlq", headers: hash_including("source_topic" => "orders", "source_attempts" => "2"))
+  end
+
   it "needs a producer for dead letters" do
     expect { consumer.each_message(dead_letter: "orders.dlq") { nil } }.to raise_error(ArgumentError, /producer/)
   end

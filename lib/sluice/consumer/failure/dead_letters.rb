@@ -18,6 +18,8 @@ module Sluice
         CONSUMER_ONLY = /\A(group\.|auto\.offset\.reset|enable\.auto\.|auto\.commit\.|session\.timeout|heartbeat\.interval|
                          partition\.assignment|isolation\.level|fetch\.|queued\.|max\.poll\.interval|enable\.partition\.eof|
                          check\.crcs|consume\.callback|coordinator\.query)/x
+        # The headers naming where a message was first read (kept through retry topics).
+        ORIGIN = %w[source_topic source_partition source_offset source_consumer_group].freeze
         # Longest error message a header carries (bytes): a message is not a log.
         MAX_ERROR_MESSAGE = 1024
 
@@ -43,10 +45,11 @@ module Sluice
         end
 
         # Produces the messages' dead letters and waits for their acknowledgements.
+        # topic: and due: send them to a retry topic instead (RetryTopics), due then (ms since the epoch).
         # @raise [Errors::BaseError] a produce, a delivery or the transaction failed: nothing is stored
-        def deliver(messages, error, attempts)
+        def deliver(messages, error, attempts, topic: @topic, due: nil)
           producer = producer!
-          letters = messages.map { |message| letter(producer, message, error, attempts) }
+          letters = messages.map { |message| letter(producer, message, topic, headers(message, error, attempts, due)) }
           if producer.transactional?
             producer.transaction do
               producer.produce_many_async(letters)
@@ -72,15 +75,30 @@ module Sluice
 
         def producer! = @producer || @lock.synchronize { @producer ||= @make_producer.call }
 
-        def letter(producer, message, error, attempts)
-          { topic: @topic, key: message.key, payload: message.payload, timestamp: message.timestamp,
-            headers: message.headers.merge(origin(message, error, attempts)) }.merge!(placement(producer, message)).compact
+        def letter(producer, message, topic, headers)
+          { topic: topic, key: message.key, payload: message.payload, timestamp: message.timestamp,
+            headers: headers }.merge!(placement(producer, message, topic)).compact
+        end
+
+        # The message's own, its origin's, and when it is due in a retry topic (none in the dead-letter topic).
+        def headers(message, error, attempts, due)
+          headers = message.headers.merge(origin(message, error, attempts))
+          due ? headers[RetryTopics::DUE] = due.to_s : headers.delete(RetryTopics::DUE)
+          headers
         end
 
         def origin(message, error, attempts)
+          source(message).merge!("source_attempts" => attempts.to_s, "error_class" => class_name(error.class),
+                                 "error_message" => error_message(error))
+        end
+
+        # A message read from a retry topic keeps the origin of its first hop:
+        # its dead letter (and a replay) names the topic it was first read from.
+        def source(message)
+          return message.headers.slice(*ORIGIN) if message.headers.key?(RetryTopics::DUE) && message.headers.key?("source_topic")
+
           { "source_topic" => message.topic, "source_partition" => message.partition.to_s, "source_offset" => message.offset.to_s,
-            "source_consumer_group" => @group, "source_attempts" => attempts.to_s,
-            "error_class" => class_name(error.class), "error_message" => error_message(error) }
+            "source_consumer_group" => @group }
         end
 
         # An anonymous class (Class.new(StandardError)) is named by its nearest named superclass.
@@ -96,11 +114,11 @@ module Sluice
 
         # By key is librdkafka's own choice for a message with a key (a
         # keyless one goes where its partitioner puts it): no partition given.
-        def placement(producer, message)
+        def placement(producer, message, topic)
           case @partitioner
           when :key then {}
-          when :same then message.partition < producer.partition_count(@topic) ? { partition: message.partition } : {}
-          else { partition: @partitioner.call(message, producer.partition_count(@topic)) }
+          when :same then message.partition < producer.partition_count(topic) ? { partition: message.partition } : {}
+          else { partition: @partitioner.call(message, producer.partition_count(topic)) }
           end
         end
       end

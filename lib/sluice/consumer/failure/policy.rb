@@ -5,7 +5,8 @@ module Sluice
     module Failure
       # Runs a block for a message (or a batch) up to `attempts` times, waiting
       # a Backoff between them, then hands the messages to DeadLetters, or
-      # lets the last error end the read as it does without a policy. Only a
+      # lets the last error end the read as it does without a policy; with
+      # RetryTopics, to the next retry topic first (due after its delay). Only a
       # StandardError is retried: an interrupt (Thread#kill, Workers::Stop)
       # or an exit goes through at once.
       # @api private
@@ -13,7 +14,9 @@ module Sluice
         # @param dead_letters [DeadLetters, nil]
         # @param stopped [#call] true once the read was stopped: no retry starts then
         # @param instrument [#call] (event name, payload)
-        def initialize(attempts:, backoff:, dead_letters:, stopped:, instrument:)
+        # @param retry_topics [RetryTopics, nil]
+        def initialize(attempts:, backoff:, dead_letters:, stopped:, instrument:, retry_topics: nil)
+          @retry_topics = retry_topics
           @attempts = attempts
           @backoff = backoff
           @dead_letters = dead_letters
@@ -47,6 +50,9 @@ module Sluice
         # @return [Proc]
         def wrap(block) = proc { |message| run(message, [message], &block) }
 
+        # @return [RetryTopics, nil]
+        attr_reader :retry_topics
+
         # @return [Boolean] its dead letters go through a transactional producer
         def transactional? = !!@dead_letters&.transactional?
 
@@ -66,8 +72,19 @@ module Sluice
         def give_up(messages, attempts, error)
           raise error unless @dead_letters
 
+          attempts += @retry_topics.runs_before(messages.first) if @retry_topics
+          hop = @retry_topics&.next_hop(messages.first.topic)
+          return schedule(messages, attempts, error, *hop) if hop
+
           @dead_letters.deliver(messages, error, attempts)
           @instrument.call("consumer.dead_lettered", event(messages, error).merge!(attempts: attempts, dead_letter_topic: @dead_letters.topic))
+        end
+
+        # To the retry topic, due after delay; its offset is stored once that is acknowledged, as a dead letter's.
+        def schedule(messages, attempts, error, topic, delay)
+          due = ((Time.now.to_f + delay) * 1000).round
+          @dead_letters.deliver(messages, error, attempts, topic: topic, due: due)
+          @instrument.call("consumer.retry_scheduled", event(messages, error).merge!(attempts: attempts, retry_topic: topic, delay: delay, due: due))
         end
 
         def event(messages, error)

@@ -14,14 +14,46 @@ module Sluice
         # transactional dead letter commits its message's offset in the
         # transaction: past a lower offset another block has not finished, a
         # crash would skip that one, so it takes one block at a time.
-        def failure_policy(retries, dead_letter, parallel)
+        def failure_policy(retries, dead_letter, parallel, retry_topics = nil)
           policy = Failure.policy(retries: retries, dead_letter: dead_letter, stopped: @inbox.method(:stopped?),
-                                  instrument: method(:instrument), host: method(:dead_letters))
+                                  instrument: method(:instrument), host: method(:dead_letters), retry_topics: retry_topics)
           if parallel && policy&.transactional?
             raise ArgumentError, "a transactional dead_letter producer commits offsets in its transaction: it needs concurrency: 1"
           end
 
           policy
+        end
+
+        # With retry_topics:, the pauses of retry topics' partitions until their
+        # messages are due (in front of shares, a concurrent read's), and the
+        # retry topics of the topics subscribed by name, subscribed too.
+        # @param shares [PartitionShares, PartitionShares::None, nil] nil: a one-at-a-time read's
+        # @return [RetryPauses, nil] shares themselves without retry topics
+        def retry_pauses(policy, shares)
+          return shares unless (topics = policy&.retry_topics)
+
+          subscribe_retry_topics(topics)
+          RetryPauses.new(retry_topics: topics, pause: method(:pause), resume: method(:resume), rewind: method(:rewind),
+                          instrument: method(:instrument), shares: shares || PartitionShares::None)
+        end
+
+        # Subscribing again before the read joins costs no rebalance; a
+        # pattern ("^orders.*") and an assignment are the caller's to cover.
+        def subscribe_retry_topics(topics)
+          names = (@subscription || []).reject { |topic| topic.start_with?("^") || topics.retry_topic?(topic) }
+          missing = names.flat_map { |topic| topics.names(topic) } - @subscription.to_a
+          subscribe(*@subscription, *missing) unless missing.empty?
+        end
+
+        # The next message, or nil once stopped; with retry pauses, the
+        # paused partitions are resumed when due while waiting for it.
+        def take_due(pauses)
+          loop do
+            pauses.resume_due
+            wait = pauses.next_due_ms
+            message = @inbox.take(wait)
+            return message if message || wait.nil? || @inbox.stopped?
+          end
         end
 
         # Failure's DeadLetters for this consumer: without a producer, one of its

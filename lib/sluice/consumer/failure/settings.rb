@@ -34,6 +34,24 @@ module Sluice
           [topic(dead_letter[:topic]), producer(dead_letter[:producer]), partitioner(dead_letter.fetch(:partitioner, :same))]
         end
 
+        # @return [Array<Numeric>, nil] the delays (s) of retry_topics:, ascending, each > 0
+        # @raise [ArgumentError] not such a list, or without dead_letter: (after the last
+        #   retry topic a failure would stop the retry topic's partition for good)
+        def retry_topics(delays, dead_letter)
+          return if delays.nil?
+          raise ArgumentError, "retry_topics needs dead_letter: (where a message goes after the last retry topic)" if dead_letter.nil?
+
+          delays(delays)
+        end
+
+        # @return [Array<Numeric>] the delays, checked (Admin#create_retry_topics too)
+        def delays(delays)
+          valid = delays.is_a?(Array) && !delays.empty? && delays.all? { |d| d.is_a?(Numeric) && d.positive? && d.to_f.finite? }
+          return delays.dup.freeze if valid && delays.each_cons(2).all? { |a, b| a < b }
+
+          raise ArgumentError, "retry_topics is a list of delays in seconds > 0, ascending (e.g. [5, 60, 600]), got #{delays.inspect}"
+        end
+
         def attempts(value)
           return value if value.is_a?(Integer) && value >= 1
 
