@@ -4,7 +4,7 @@
  * delivery itself in #resolve). Both writes are per message, on the hot path
  * of every produce: plain rb_ivar_set with interned names, nothing more.
  * A handle has three fields, which Ruby 3.1 keeps in the object itself (a
- * fourth name on any instance would malloc a table for every handle after):
+ * fourth name on any instance would give every handle after a table):
  * @topic, @partition (the notifier until delivery) and @offset (nil until
  * delivery). A message with a label is rare: Ruby's #initialize builds it.
  */

@@ -6,8 +6,8 @@ module Sluice
   # when the report arrives (this is the hot path of every produce).
   #
   # Three instance variables, never more: Ruby 3.1 keeps three in the object
-  # and, once any instance of a class has set a fourth name, mallocs a table
-  # for every instance allocated after. So:
+  # and, once any instance of a class has set a fourth name, gives every
+  # instance allocated after a table (malloc'd if it outlives a GC). So:
   # - @topic is the topic, or Details (topic, label, error) for a message
   #   with a label or a failed delivery (both rare);
   # - @partition is the producer's DeliveryNotifier until the report replaces
