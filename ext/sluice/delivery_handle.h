@@ -9,12 +9,13 @@
 
 #include "common.h"
 
-/* A new handle of klass (the producer's DeliveryHandle) for a message of topic, with its label and notifier. */
+/* A new handle of klass (the producer's DeliveryHandle) for a message of topic, with its label (nil: none) and notifier. */
 VALUE sluice_handle_new(VALUE klass, VALUE topic, VALUE label, VALUE notifier);
 /*
- * A successful delivery recorded on handle: @partition, then @offset, which
- * ends DeliveryHandle#pending?. Returns 0 without writing when someone froze
- * the handle (it cannot take its report, and must not stop the drain).
+ * A successful delivery recorded on handle: @partition (replacing the
+ * notifier), then @offset, which ends DeliveryHandle#pending?. Returns 0
+ * without writing when someone froze the handle (it cannot take its report,
+ * and must not stop the drain).
  */
 int sluice_handle_delivered(VALUE handle, int32_t partition, int64_t offset);
 

@@ -479,7 +479,7 @@ static void check_handles(client_t *c) {
 /*
  * #produce(message, partition = nil, topic_config_id = nil) -> DeliveryHandle, error code, or false
  *
- * Validates the message, builds its handle (@topic, @label, @notifier) and
+ * Validates the message, builds its handle (delivery_handle.c) and
  * enqueues it, on the topic handle of the given topic settings (0 or nil: the
  * producer's own). Returns the librdkafka error code (Integer) when enqueuing
  * failed, and false — before enqueuing anything — when the message has a

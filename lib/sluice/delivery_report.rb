@@ -23,10 +23,10 @@ module Sluice
     end
 
     # @return [Boolean] true when the broker acknowledged the message
-    def success? = @error.nil?
+    def success? = error.nil?
 
     # @return [Hash] topic:, partition:, offset:, error:, label:
-    def to_h = { topic: @topic, partition: @partition, offset: @offset, error: @error, label: @label }
+    def to_h = { topic: topic, partition: partition, offset: offset, error: error, label: label }
 
     # Equal field by field: a resolved DeliveryHandle equals the report it holds.
     # @param other [Object]
@@ -35,8 +35,8 @@ module Sluice
 
     # @return [String] the fields on one line, the error as its code
     def inspect
-      "#<#{DeliveryReport.name} topic=#{@topic.inspect} partition=#{@partition} offset=#{@offset}" \
-        "#{" error=#{@error.code}" if @error}#{" label=#{@label.inspect}" if @label}>"
+      "#<#{DeliveryReport.name} topic=#{topic.inspect} partition=#{partition} offset=#{offset}" \
+        "#{" error=#{error.code}" if error}#{" label=#{label.inspect}" if label}>"
     end
   end
 end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "objspace"
+
 RSpec.describe "Producing to a real broker", :kafka do
   let(:producer) { build_producer }
   let(:topic) { "sluice-spec-3p" }
@@ -32,6 +34,18 @@ RSpec.describe "Producing to a real broker", :kafka do
     expect(reports.map(&:offset)).to eq((reports.first.offset...(reports.first.offset + 50)).to_a)
     expect(consume_reports(reports).map { |m| [m[:payload], m[:timestamp]] })
       .to eq(Array.new(50) { |i| ["m#{i}", 1_700_000_000_000 + i] })
+  end
+
+  it "keeps each delivered handle within its object slot: no malloc'd field table (Ruby 3.1)" do
+    skip "Ruby #{RUBY_VERSION} sizes an object to its class's fields: only 3.1 embeds 3 and mallocs the rest" unless RUBY_VERSION < "3.2"
+
+    labeled = producer.produce_async(topic: topic, partition: 0, payload: "labeled", label: :mine) # a label is a rare field
+    handles = Array.new(6) { |i| producer.produce_async(topic: topic, partition: i % 3, payload: "slot-#{i}") } << labeled
+    reports = handles.map(&:wait)
+
+    expect(reports.map(&:partition)).to eq([0, 1, 2, 0, 1, 2, 0])
+    expect(labeled.label).to eq(:mine)
+    expect(handles.map { |h| ObjectSpace.memsize_of(h) }).to all(eq(GC::INTERNAL_CONSTANTS[:RVALUE_SIZE]))
   end
 
   it "produces many messages at once, sync and async" do
@@ -184,7 +198,8 @@ RSpec.describe "Producing messages and reading them back", :kafka do
       expect(handle).to be_a(Sluice::DeliveryHandle)
       expect(handle).to be_pending
       expect(handle.report).to be_nil
-      expect(handle).to have_attributes(topic: one, label: "mine")
+      expect(handle).to have_attributes(topic: one, label: "mine", partition: nil, offset: nil)
+      expect(handle.to_h).to include(partition: nil, offset: nil)
 
       report = handle.wait
       expect(handle).not_to be_pending
