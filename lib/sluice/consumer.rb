@@ -168,7 +168,7 @@ module Sluice
       settings = Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                  max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
       policy = failure_policy(retries, dead_letter, settings.parallel?)
-      return each_message_in_parallel(settings, &(policy ? policy.wrap(block) : block)) if settings.parallel?
+      return each_message_in_parallel(settings, policy, &(policy ? policy.wrap(block) : block)) if settings.parallel?
 
       open_client
       @inbox.reading do
@@ -415,6 +415,18 @@ module Sluice
     # @return [void]
     def stop = @inbox.stop
 
+    # What a concurrent each_message holds now, as Parallel Consumer's gauges
+    # count it: blocks running, messages taken and waiting for a worker (their
+    # lane busy, or every worker), and messages retrying (retries:; waiting
+    # out a backoff, run again, or being dead-lettered after a retry; not
+    # counted in running). All 0 when no concurrent read runs. A few reads of
+    # counters, no lock: cheap from any thread; the statistics.emitted event
+    # of a consumer carries it (in_flight:), the metrics listeners' gauges.
+    # @return [Hash{Symbol => Integer}] running:, waiting:, retrying:
+    # @example
+    #   consumer.in_flight # => {running: 60, waiting: 1_200, retrying: 4}
+    def in_flight = @parallel&.in_flight || ParallelReading::IDLE
+
     # @return [String] id, polling mode and whether it is closed
     def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{closed? ? "closed" : "open"}>"
 
@@ -427,7 +439,7 @@ module Sluice
     private
 
     # each_message's reads with concurrency above 1 (ParallelReading); its ensure calls #after_reading.
-    def each_message_in_parallel(settings, &block)
+    def each_message_in_parallel(settings, policy, &block)
       open_client
       shares = if settings.ordering == :partition
                  PartitionShares.new(max_buffered: settings.max_buffered, assignment: method(:assignment), pause: method(:pause),
@@ -436,7 +448,8 @@ module Sluice
                  PartitionShares::None
                end
       reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), shares: shares, block: block,
-                                    close_deadline: @life.method(:deadline), commit: @config.auto_commit?, **settings.to_h)
+                                    close_deadline: @life.method(:deadline), commit: @config.auto_commit?,
+                                    retrying: policy ? policy.method(:retrying) : -> { 0 }, **settings.to_h)
       @inbox.reading(reading) do
         @parallel = reading # for close, and for offsets a block stores itself
         reading.run
