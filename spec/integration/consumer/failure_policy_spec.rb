@@ -152,6 +152,14 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
   end
 
   describe "dead letters" do
+    # A node's failover takes longer than a producer's default 5 s wait: that wait ended the read.
+    it "are waited for, with the consumer's own producer, as long as librdkafka tries to deliver them" do
+      producer = build_consumer.send(:dead_letter_producer)
+      expect(producer.config.max_wait_timeout).to eq(305_000) # message.timeout.ms' default, and the report's way back
+    ensure
+      producer&.close
+    end
+
     it "produce the poison message with its key, payload, headers and timestamp, then store its offset" do
       stamp = Time.at(1_700_000_000, 123, :millisecond)
       ends = dlq_ends
