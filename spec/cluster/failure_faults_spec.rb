@@ -60,18 +60,23 @@ RSpec.describe "Failure policies under faults", :cluster, timeout: 240 do
     processed = ->(fraction) { runs.ok_distinct >= ((messages - permanent.size) * fraction).to_i }
 
     runs.await("20% processed", 90) { processed[0.2] }
+    marks = { "20%" => now - started }
     killed = members[0]
     killed.kill
     members[0] = runs.start # a member left without a word, another joins
     runs.await("45% processed", 90) { processed[0.45] }
     node = TestCluster.leaders(@topic).values.reject(&:negative?).tally.max_by(&:last).first
+    marks["node down"] = now - started
     TestCluster.kill(node, [@topic, @dlq])
+    marks["fenced"] = now - started
     runs.await("70% processed", 90) { processed[0.7] }
+    marks["70%"] = now - started
     restart = Thread.new { TestCluster.restart(node) } # a JVM's start: the members go on meanwhile
     runs.await("every input processed or dead-lettered", 120) { processed[1] && runs.dead_distinct >= permanent.size }
     took = now - started
     statuses = members.map(&:finish)
     restart.value
+    marks["restarted"] = now - started
 
     ok = runs.ok_tally
     letters = read_all(@dlq, partitions)
@@ -80,11 +85,11 @@ RSpec.describe "Failure policies under faults", :cluster, timeout: 240 do
     both = ok.keys & dead.keys
     puts format("failure policies under faults (%<mode>s, %<workers>s): %<messages>d messages, %<permanent>d permanent, %<transient>d transient; " \
                 "processed OK %<ok>d (%<ok_dup>d more than once), dead letters %<letters>d of %<dead>d messages (%<dead_dup>d more than once), " \
-                "in both %<both>d, lost %<lost>d; a member SIGKILLed, node %<node>d SIGKILLed and restarted; %<took>.0f s",
+                "in both %<both>d, lost %<lost>d; a member SIGKILLed, node %<node>d SIGKILLed and restarted; every input done at %<took>.0f s (%<marks>s)",
                 mode: TestKafka::MODE, workers: fibers? ? "fibers" : "threads", messages: messages, permanent: permanent.size,
                 transient: kinds.count { |_, kind| kind == :transient }, ok: ok.size, ok_dup: ok.count { |_, times| times > 1 },
                 letters: letters.size, dead: dead.size, dead_dup: dead.count { |_, times| times > 1 }, both: both.size, lost: lost.size,
-                node: node, took: took)
+                node: node, took: took, marks: marks.map { |what, at| format("%s %.0f s", what, at) }.join(", "))
     expect(lost).to be_empty
     expect(dead.keys).to match_array(permanent) # every permanent failure, and nothing else
     expect(misnamed(letters, places, group)).to be_empty
