@@ -85,7 +85,8 @@ RSpec.describe "Failure policies under faults", :cluster, timeout: 240 do
     both = ok.keys & dead.keys
     puts format("failure policies under faults (%<mode>s, %<workers>s): %<messages>d messages, %<permanent>d permanent, %<transient>d transient; " \
                 "processed OK %<ok>d (%<ok_dup>d more than once), dead letters %<letters>d of %<dead>d messages (%<dead_dup>d more than once), " \
-                "in both %<both>d, lost %<lost>d; a member SIGKILLed, node %<node>d SIGKILLed and restarted; every input done at %<took>.0f s (%<marks>s)",
+                "in both %<both>d, lost %<lost>d; a member SIGKILLed, node %<node>d SIGKILLed and restarted; " \
+                "every input done at %<took>.0f s (%<marks>s)",
                 mode: TestKafka::MODE, workers: fibers? ? "fibers" : "threads", messages: messages, permanent: permanent.size,
                 transient: kinds.count { |_, kind| kind == :transient }, ok: ok.size, ok_dup: ok.count { |_, times| times > 1 },
                 letters: letters.size, dead: dead.size, dead_dup: dead.count { |_, times| times > 1 }, both: both.size, lost: lost.size,
