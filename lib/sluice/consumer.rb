@@ -430,6 +430,18 @@ module Sluice
     # @return [void]
     def stop = @inbox.stop
 
+    # What a concurrent each_message holds now, as Parallel Consumer's gauges
+    # count it: blocks running, messages taken and waiting for a worker (their
+    # lane busy, or every worker), and messages retrying (retries:; waiting
+    # out a backoff, run again, or being dead-lettered after a retry; not
+    # counted in running). All 0 when no concurrent read runs. A few reads of
+    # counters, no lock: cheap from any thread; the statistics.emitted event
+    # of a consumer carries it (in_flight:), the metrics listeners' gauges.
+    # @return [Hash{Symbol => Integer}] running:, waiting:, retrying:
+    # @example
+    #   consumer.in_flight # => {running: 60, waiting: 1_200, retrying: 4}
+    def in_flight = @parallel&.in_flight || ParallelReading::IDLE
+
     # @return [String] id, polling mode and whether it is closed
     def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{closed? ? "closed" : "open"}>"
 
@@ -452,7 +464,8 @@ module Sluice
                end
       shares = retry_pauses(policy, shares)
       reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), shares: shares, block: block,
-                                    close_deadline: @life.method(:deadline), commit: @config.auto_commit?, **settings.to_h)
+                                    close_deadline: @life.method(:deadline), commit: @config.auto_commit?,
+                                    retrying: policy ? policy.method(:retrying) : -> { 0 }, **settings.to_h)
       @inbox.reading(reading) do
         @parallel = reading # for close, and for offsets a block stores itself
         reading.run

@@ -40,10 +40,14 @@ module ClusterScenario
 
   # Produces count messages (the block gives message i's produce_async
   # arguments) idempotently, before the faults: every one acknowledged, or it raises.
+  # @return [Array<Sluice::DeliveryReport>] their reports, in order
   def produce_acknowledged(count)
     producer = build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS, "enable.idempotence": true, "linger.ms": 20 })
     handles = Array.new(count) { |i| producer.produce_async(**yield(i)) }
-    failed = handles.map { |handle| handle.wait(max_wait_timeout: 60_000, raise_response_error: false) }.reject(&:success?)
+    reports = handles.map { |handle| handle.wait(max_wait_timeout: 60_000, raise_response_error: false) }
+    failed = reports.reject(&:success?)
     raise "#{failed.size} of #{count} messages not delivered: #{failed.first.error}" unless failed.empty?
+
+    reports
   end
 end

@@ -107,6 +107,12 @@ module TestCluster
     # partition's EOF: with read_committed, its last stable offset).
     # @return [Array<Array(Integer, String)>] [offset, payload] in log order
     def read_partition(topic, partition, isolation:, timeout: 60)
+      read_messages(topic, partition, isolation: isolation, timeout: timeout).map { |message| [message.offset, message.payload] }
+    end
+
+    # The same, the messages whole (their headers too).
+    # @return [Array<Sluice::Message>]
+    def read_messages(topic, partition, isolation:, timeout: 60)
       consumer = Sluice::Consumer.new do |config|
         config.kafka = { "bootstrap.servers": DIRECT, "group.id": "sluice-cluster-spec-#{rand(1 << 30)}",
                          "enable.auto.commit": false, "isolation.level": isolation, "enable.partition.eof": true }
@@ -217,7 +223,7 @@ module TestCluster
       messages = []
       while now < deadline
         message = consumer.poll(500)
-        messages << [message.offset, message.payload] if message
+        messages << message if message
         return messages if at_end.call
       end
       raise "no end of partition within #{timeout}s (#{messages.size} messages read)"

@@ -59,6 +59,11 @@ module Sluice
 
       def closed_error = Errors::ConsumerClosedError
 
+      # Every statistics.emitted of a consumer carries #in_flight: the
+      # metrics listeners' gauges of a concurrent read, at the statistics'
+      # pace (0 when none runs, so no gauge keeps a finished read's numbers).
+      def polled_options = super.merge(statistics_extras: -> { { in_flight: in_flight } })
+
       def connected(client, state)
         super
         @refusals_raised = 0

@@ -47,15 +47,19 @@ module Sluice
       # 10 commits a second per member, while blocks finish. (4 SIGKILLs at
       # :key 64: 0.5 s left 4,789 duplicates of 20,000, 0.1 s 2,499.)
       COMMIT_EVERY = 0.1
+      # #in_flight before the workers start.
+      IDLE = { running: 0, waiting: 0, retrying: 0 }.freeze
 
       # @param rewind [#call] Consumer#rewind: partitions back to these messages
       # @param instrument [#call] Consumer#instrument
       # @param shares [PartitionShares] each partition's share of max_buffered
       # @param close_deadline [#call] (share) ClientLife#deadline: nil until a close began
       # @param commit [Boolean] commit what is stored every COMMIT_EVERY (auto commit)
+      # @param retrying [#call] how many messages the failure policy retries (Failure::Policy#retrying)
       def initialize(inbox:, rewind:, instrument:, shares:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:,
-                     close_deadline: ->(_share) {}, commit: false)
+                     close_deadline: ->(_share) {}, commit: false, retrying: -> { 0 })
         @inbox = inbox
+        @retrying = retrying
         @close_deadline = close_deadline
         @rewind = rewind
         @shares = shares
@@ -88,6 +92,9 @@ module Sluice
 
       # A close began: a wait for running blocks under way takes its deadline. Safe from a signal handler.
       def close_began = @workers&.wake
+
+      # Consumer#in_flight: lock-free, from any thread (Workers#in_flight).
+      def in_flight = @workers&.in_flight(@retrying.call) || IDLE
 
       # @return [Boolean] the caller runs one of the blocks (on a worker's thread or fiber)
       def in_block? = !!@workers&.current?

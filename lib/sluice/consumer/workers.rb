@@ -50,6 +50,19 @@ module Sluice
       # Blocks running now.
       def running = @lock.synchronize { @running }
 
+      # What the read holds now: blocks running (less those retrying),
+      # messages waiting for a worker, and retrying (Failure::Policy#retrying,
+      # which run inside blocks). Read without the lock, from another thread
+      # (statistics) while blocks run: each counter is read whole, the two
+      # maybe a change apart, so none goes below 0.
+      # @return [Hash{Symbol => Integer}] running:, waiting:, retrying:
+      def in_flight(retrying)
+        running = @running
+        size = @size
+        retrying = retrying.clamp(0, running)
+        { running: running - retrying, waiting: [size - running, 0].max, retrying: retrying }
+      end
+
       # @return [Boolean] the caller is one of the workers: inside a block
       def current? = @pool.current?
 

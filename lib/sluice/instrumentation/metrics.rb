@@ -52,6 +52,14 @@ module Sluice
         Stat.new(:gauge, "consumer.fetch_queue.bytes", %w[fetchq_size], "bytes of the messages fetched, not yet handed out")
       ].freeze
 
+      # A consumer's gauges of its concurrent read (Consumer#in_flight, in its
+      # statistics.emitted payload): in_flight key => [name, help].
+      IN_FLIGHT = {
+        running: ["consumer.in_flight.running", "blocks of a concurrent each_message running now (not retrying)"],
+        waiting: ["consumer.in_flight.waiting", "messages a concurrent each_message took, waiting for a worker or their key's lane"],
+        retrying: ["consumer.in_flight.retrying", "messages whose block failed and runs again (retries:), in a backoff or running"]
+      }.freeze
+
       # The metrics made from sluice's events rather than from statistics: name => [type, help].
       EVENTS = {
         "error_occurred" => [:count, "error.occurred events, by type"],
@@ -67,9 +75,10 @@ module Sluice
       }.freeze
 
       # name => help, for every metric (a backend that must describe a metric asks here)
-      HELP = (ROOT + BROKER + PARTITION).to_h { |stat| [stat.name, stat.help] }.merge(EVENTS.transform_values(&:last)).freeze
+      HELP = (ROOT + BROKER + PARTITION).to_h { |stat| [stat.name, stat.help] }.merge(EVENTS.transform_values(&:last), IN_FLIGHT.values.to_h).freeze
       # name => :count, :gauge or :timing, for every metric
-      TYPES = (ROOT + BROKER + PARTITION).to_h { |stat| [stat.name, stat.type] }.merge(EVENTS.transform_values(&:first)).freeze
+      TYPES = (ROOT + BROKER + PARTITION).to_h { |stat| [stat.name, stat.type] }
+                                         .merge(EVENTS.transform_values(&:first), IN_FLIGHT.values.to_h { |name, _| [name, :gauge] }).freeze
 
       # The event keys that name a client, and what each makes the kind tag.
       ID_KEYS = { producer_id: "producer", consumer_id: "consumer", admin_id: "admin" }.freeze
@@ -80,8 +89,8 @@ module Sluice
       end
 
       # A `statistics.emitted` event's samples: ROOT's, BROKER's per broker and
-      # (a consumer's) PARTITION's per partition fetched; a count is the
-      # increase since this client's previous emission.
+      # (a consumer's) PARTITION's per partition fetched and IN_FLIGHT's; a
+      # count is the increase since this client's previous emission.
       # @return [Array<Sample>]
       def statistics(event)
         stats = event[:statistics]
@@ -91,7 +100,7 @@ module Sluice
         partitions(stats) do |topic, id, partition|
           samples.concat(PARTITION.map { |stat| sample(stat, partition, base.merge(topic: topic, partition: id)) })
         end
-        samples.compact
+        samples.concat(in_flight(event[:in_flight], base)).compact
       end
 
       # `error.occurred`: error_occurred, 1, tagged with the error's type.
@@ -122,6 +131,12 @@ module Sluice
       end
 
       private
+
+      def in_flight(counts, tags)
+        return [] unless counts
+
+        IN_FLIGHT.map { |key, (name, _)| Sample.new(:gauge, name, counts.fetch(key), tags) }
+      end
 
       def rebalanced(name, event)
         event[:partitions].map { |topic, partitions| Sample.new(:count, name, partitions.size, tags(event).merge(topic: topic)) }

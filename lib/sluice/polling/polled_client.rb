@@ -35,9 +35,11 @@ module Sluice
       # @param kind [Symbol] :producer (names events and payload keys)
       # @param results [#deliver, nil] where an admin client's request results go
       # @param bearer [Producer, Consumer, Admin] what answers a token refresh (event[:bearer])
+      # @param statistics_extras [#call] => Hash added to each statistics.emitted payload (a consumer's in_flight:)
       def initialize(kind:, client_id:, client:, monitor:, notifier:, logger:, max_time:, periodic_poll_interval:, results: nil,
-                     bearer: nil)
+                     bearer: nil, statistics_extras: -> { {} })
         @kind = kind
+        @statistics_extras = statistics_extras
         @bearer = bearer
         @client_id = client_id
         @id_key = :"#{kind}_id"
@@ -153,7 +155,7 @@ module Sluice
       # (Only that thread calls it, so the decorator's previous emission is its alone.)
       # @param json [String] librdkafka's statistics
       def announce_statistics(json)
-        instrument("statistics.emitted", statistics: @statistics.call(JSON.parse(json)))
+        instrument("statistics.emitted", { statistics: @statistics.call(JSON.parse(json)) }.merge!(@statistics_extras.call))
       rescue JSON::ParserError => e
         instrument("error.occurred", type: "statistics.parse_error", error: e)
       end

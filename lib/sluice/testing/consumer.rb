@@ -269,6 +269,10 @@ module Sluice
         change(topic, partition) { |key| @positions[key] = absolute(key, offset) }
       end
 
+      # As Sluice::Consumer#in_flight: what a concurrent each_message holds now.
+      # @return [Hash{Symbol => Integer}] running:, waiting:, retrying:
+      def in_flight = @parallel&.in_flight || Sluice::Consumer::ParallelReading::IDLE
+
       # each_message, each_batch and poll return after the current message or
       # batch (call it from a block or another thread). The next read starts afresh.
       # @return [nil]

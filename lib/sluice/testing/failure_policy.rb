@@ -26,7 +26,12 @@ module Sluice
 
       # each_message(concurrency:) over the double (Testing::Inbox), the block wrapped in the policy.
       def read_parallel(settings, policy, block)
-        reading { Inbox.reading(self, settings, policy ? policy.wrap(block) : block).run }
+        reading do
+          @parallel = Inbox.reading(self, settings, policy ? policy.wrap(block) : block, retrying: policy ? policy.method(:retrying) : -> { 0 })
+          @parallel.run
+        ensure
+          @parallel = nil
+        end
       rescue Sluice::Consumer::Failure::Abandoned
         nil
       end

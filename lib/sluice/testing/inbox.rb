@@ -19,11 +19,11 @@ module Sluice
     class Inbox
       # Consumer::ParallelReading over the double's messages.
       # @param settings [Consumer::Parallelism]
-      def self.reading(double, settings, block)
+      def self.reading(double, settings, block, retrying: -> { 0 })
         inbox = new(double)
         Sluice::Consumer::ParallelReading.new(inbox: inbox, rewind: double.method(:rewind_taken), instrument: ->(*) {},
                                               shares: Sluice::Consumer::PartitionShares::None, block: inbox.counting(block),
-                                              **settings.to_h)
+                                              retrying: retrying, **settings.to_h)
       end
 
       # @param double [Testing::Consumer]

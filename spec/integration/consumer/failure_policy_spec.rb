@@ -93,6 +93,30 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
     expect(committed_offset).to eq(first) # b1 and c1 finished above a1: nothing passes it
   end
 
+  it "counts what the read holds, running, waiting and retrying, in #in_flight and in each statistics emission" do
+    first = produce(%w[a1 a2 b1 c1], keys: %w[a a b c])
+    consumer = build_consumer("statistics.interval.ms": 100)
+    consumer.commit(topic => { 0 => first })
+    consumer.assign(topic => { 0 => first })
+    emitted = record_events(consumer.monitor, "statistics.emitted")
+    gate = Queue.new
+    runs = Hash.new(0)
+    lock = Mutex.new
+    thread = run_read(consumer, concurrency: 4, retries: { attempts: 2, backoff: 0.01..0.01 }) do |message|
+      raise injected, "b1 fails once" if message.payload == "b1" && lock.synchronize { runs["b1"] += 1 } == 1
+
+      gate.pop unless message.payload == "a2" # a1 and c1 run, a2 waits in a's lane, b1's retry runs
+    end
+    held = { running: 2, waiting: 1, retrying: 1 }
+    expect(emitted.await(20) { |event| event[:in_flight] == held }.payload).to include(consumer_id: consumer.id)
+    expect(consumer.in_flight).to eq(held)
+    3.times { gate << true }
+    emitted.await(20) { |event| event[:in_flight] == { running: 0, waiting: 0, retrying: 0 } }
+    consumer.stop
+    expect(thread.join(30)).to be_truthy
+    expect(consumer.in_flight).to eq(running: 0, waiting: 0, retrying: 0)
+  end
+
   it "ends a backoff when the read is stopped, storing nothing of the message" do
     first = produce(%w[a1])
     consumer = reader(0 => first)
@@ -128,6 +152,14 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
   end
 
   describe "dead letters" do
+    # A node's failover takes longer than a producer's default 5 s wait: that wait ended the read.
+    it "are waited for, with the consumer's own producer, as long as librdkafka tries to deliver them" do
+      producer = build_consumer.send(:dead_letter_producer)
+      expect(producer.config.max_wait_timeout).to eq(305_000) # message.timeout.ms' default, and the report's way back
+    ensure
+      producer&.close
+    end
+
     it "produce the poison message with its key, payload, headers and timestamp, then store its offset" do
       stamp = Time.at(1_700_000_000, 123, :millisecond)
       ends = dlq_ends

@@ -82,6 +82,16 @@ RSpec.describe "Metrics listeners" do
                                      [:count, "sluice.consumer.retries_scheduled", 1, tags]])
     end
 
+    it "sends a consumer's in-flight counts as gauges" do
+      listener = described_class.new(client: dogstatsd, tag_format: :dogstatsd)
+      listener.on_statistics_emitted(event("statistics.emitted", consumer_id: "c1", statistics: { "type" => "consumer" },
+                                                                 in_flight: { running: 3, waiting: 9, retrying: 1 }))
+      tags = ["client_id:c1", "kind:consumer"]
+      expect(dogstatsd.calls).to include([:gauge, "sluice.consumer.in_flight.running", 3, tags],
+                                         [:gauge, "sluice.consumer.in_flight.waiting", 9, tags],
+                                         [:gauge, "sluice.consumer.in_flight.retrying", 1, tags])
+    end
+
     it "refuses a tag format it does not know" do
       expect { described_class.new(client: dogstatsd, tag_format: :json) }.to raise_error(ArgumentError, /tag_format must be one of/)
     end
@@ -110,6 +120,14 @@ RSpec.describe "Metrics listeners" do
       expect(registry.get(:sluice_consumer_retries_scheduled_total).get(labels)).to eq(1)
       expect(registry.get(:sluice_consumer_retries_total).get(labels)).to eq(1)
       expect(registry.get(:sluice_consumer_dead_letters_total).get(labels)).to eq(2)
+    end
+
+    it "sets a consumer's in-flight gauges" do
+      listener = described_class.new(registry: registry)
+      listener.on_statistics_emitted(event("statistics.emitted", consumer_id: "c1", statistics: { "type" => "consumer" },
+                                                                 in_flight: { running: 3, waiting: 9, retrying: 1 }))
+      labels = { client_id: "c1", kind: "consumer" }
+      expect(%i[running waiting retrying].map { |what| registry.get(:"sluice_consumer_in_flight_#{what}").get(labels) }).to eq([3, 9, 1])
     end
 
     it "shares the metrics a listener registered before it in the same registry" do

@@ -66,6 +66,18 @@ RSpec.describe Sluice::Instrumentation::Metrics do
     expect(find(samples, "consumer.fetch_queue.messages").map(&:value)).to eq([9])
   end
 
+  it "reports a consumer's in-flight counts of its concurrent read as gauges" do
+    in_flight = { running: 60, waiting: 1_200, retrying: 4 }
+    samples = metrics.statistics(event(consumer_id: "c1", statistics: statistics("consumer"), in_flight: in_flight))
+    gauges = samples.select { |sample| sample.name.start_with?("consumer.in_flight.") }
+    expect(gauges.map(&:to_a)).to contain_exactly(
+      [:gauge, "consumer.in_flight.running", 60, { client_id: "c1", kind: "consumer" }],
+      [:gauge, "consumer.in_flight.waiting", 1_200, { client_id: "c1", kind: "consumer" }],
+      [:gauge, "consumer.in_flight.retrying", 4, { client_id: "c1", kind: "consumer" }]
+    )
+    expect(described_class::TYPES.values_at(*gauges.map(&:name))).to eq(%i[gauge gauge gauge])
+  end
+
   it "reports no partitions of a producer" do
     stats = { "t" => { "partitions" => { "0" => { "fetch_state" => "active", "consumer_lag_stored" => 4 } } } }
     expect(find(produced(0, topics: stats), "consumer.lags")).to be_empty
@@ -92,7 +104,8 @@ RSpec.describe Sluice::Instrumentation::Metrics do
   end
 
   it "describes every metric it makes" do
-    names = (described_class::ROOT + described_class::BROKER + described_class::PARTITION).map(&:name) + described_class::EVENTS.keys
+    names = (described_class::ROOT + described_class::BROKER + described_class::PARTITION).map(&:name) + described_class::EVENTS.keys +
+            described_class::IN_FLIGHT.values.map(&:first)
     expect(described_class::HELP.keys).to match_array(names)
     expect(described_class::HELP.values).to all(match(/\A\w/))
   end

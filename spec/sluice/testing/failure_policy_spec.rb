@@ -38,6 +38,27 @@ RSpec.describe "Sluice::Testing::Consumer failure policies" do
     expect(consumer.committed).to eq("orders" => { 0 => 2 })
   end
 
+  it "counts what a concurrent read holds, as Sluice::Consumer#in_flight" do
+    consumer.feed(topic: "orders", key: "order-7", payload: "later", partition: 0)
+    seen = Queue.new
+    gate = Queue.new
+    failed = false
+    thread = Thread.new do
+      consumer.each_message(concurrency: 4, retries: { attempts: 2, backoff: 0.001..0.001 }) do |message|
+        raise injected, "fails once" if message.payload == "poison" && !failed && (failed = true)
+
+        seen << message.payload
+        gate.pop unless message.payload == "later"
+      end
+    end
+    2.times { seen.pop } # poison's retry and fine run; later waits in order-7's lane
+    expect(consumer.in_flight).to eq(running: 1, waiting: 1, retrying: 1)
+    consumer.stop
+    3.times { gate << true }
+    thread.join
+    expect(consumer.in_flight).to eq(running: 0, waiting: 0, retrying: 0)
+  end
+
   it "does the same with concurrency and for each_batch" do
     consumer.each_message(concurrency: 2, retries: quick, dead_letter: { topic: "orders.dlq", producer: producer }) do |message|
       raise injected, "cannot bill" if message.payload == "poison"

@@ -25,10 +25,12 @@
 # GROUP_PROTOCOL ("consumer": KIP-848's, without the classic member settings
 # below, as a member restarted into a group's online migration; default classic),
 # POSITION_LOG (a file the member appends every position change of its
-# partitions to: see Positions).
+# partitions to: see Positions), DEAD_LETTER (at least once: see #failure_policy)
+# and FIBERS (at least once: "1" reads inside Async, the blocks on its fibers).
 require "logger"
 require "sluice"
 require_relative "positions"
+require_relative "failing"
 
 $stdout.sync = true
 
@@ -98,11 +100,34 @@ end
 def at_least_once(consumer)
   concurrency = Integer(ENV.fetch("CONCURRENCY", "1"))
   work = Float(ENV.fetch("WORK_SECONDS", "0.002"))
-  consumer.each_message(concurrency: concurrency, ordering: ENV.fetch("ORDERING", "key").to_sym) do |message|
+  handler = ENV.key?("DEAD_LETTER") ? Failing::Handler.new : nil
+  consumer.each_message(concurrency: concurrency, ordering: ENV.fetch("ORDERING", "key").to_sym, **failure_policy(consumer)) do |message|
     say("seen #{message.payload}")
     POSITIONS&.read(message)
     sleep(work) # some work: offsets are stored and committed before the spec's SIGKILL
+    next unless handler
+
+    handler.call(message.payload)
+    say("ok #{message.payload}")
   end
+end
+
+# DEAD_LETTER (a topic): the blocks fail as Failing decides, 3 attempts, then
+# the dead-letter topic; a line "dead <partition>/<offset>" once a dead letter
+# is acknowledged (its offset stored after it).
+def failure_policy(consumer)
+  return {} unless ENV.key?("DEAD_LETTER")
+
+  consumer.monitor.subscribe("consumer.dead_lettered") { |e| say("dead #{e[:partition]}/#{e[:offset]}") }
+  { retries: { attempts: 3, backoff: 0.01..0.05 }, dead_letter: ENV.fetch("DEAD_LETTER") }
+end
+
+# FIBERS=1: inside Async, the blocks run on fibers of its scheduler.
+def read_at_least_once(consumer)
+  return at_least_once(consumer) unless ENV["FIBERS"] == "1"
+
+  require "async"
+  Async { at_least_once(consumer) }.wait
 end
 
 # Exactly once: consume, transform (a copy), produce, with the input offsets
@@ -159,6 +184,6 @@ Thread.new do
   $stdin.each_line { |line| Pace.seconds = Float(line[/\Apace (\S+)/, 1]) if line.start_with?("pace ") }
   consumer.stop
 end
-exactly_once ? exactly_once(consumer) : at_least_once(consumer)
+exactly_once ? exactly_once(consumer) : read_at_least_once(consumer)
 consumer.close
 say("closed")

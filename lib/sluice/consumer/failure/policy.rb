@@ -22,7 +22,15 @@ module Sluice
           @dead_letters = dead_letters
           @stopped = stopped
           @instrument = instrument
+          @retrying = 0
+          @count_lock = Mutex.new # taken only after a failure: the hot path never locks
         end
+
+        # Messages whose block failed and will run again: waiting out a
+        # backoff, running again, or (after the last attempt) being
+        # dead-lettered. Read without the lock: an Integer ivar is read whole.
+        # @return [Integer]
+        attr_reader :retrying
 
         # Yields subject (a Message, or the batch) until the block returns;
         # returns once it did, or once its messages' dead letters were
@@ -38,12 +46,15 @@ module Sluice
             raise if e.is_a?(Abandoned)
 
             if attempt < @attempts
+              counted ||= count_retrying(1)
               again(messages, attempt, e)
               attempt += 1
               retry
             end
             give_up(messages, attempt, e)
           end
+        ensure
+          count_retrying(-1) if counted
         end
 
         # The block wrapped, for a read that calls it (each_message(concurrency:)).
@@ -60,6 +71,12 @@ module Sluice
         def close = @dead_letters&.close
 
         private
+
+        # @return [true]
+        def count_retrying(change)
+          @count_lock.synchronize { @retrying += change }
+          true
+        end
 
         def again(messages, attempt, error)
           raise Abandoned, "stopped before retrying #{origin(messages)}" if @stopped.call

@@ -8,6 +8,14 @@ module Sluice
       # settings a producer of its own is made from).
       # @api private
       module Reading
+        # How long (ms) the consumer's own producer waits for a dead letter's
+        # acknowledgement: as long as librdkafka tries to deliver it (its
+        # message.timeout.ms, 300 s, which a consumer's settings cannot
+        # carry), and 5 s more for the report. A broker's failover then holds
+        # the key's lane; the producer's 5 s default ended the read (and its
+        # process) under a node's SIGKILL (spec/cluster/failure_faults_spec.rb).
+        OWN_PRODUCER_WAIT = 305_000
+
         private
 
         # retries: and dead_letter: of a read (Failure), nil without them. A
@@ -72,6 +80,7 @@ module Sluice
           Producer.new do |config|
             config.kafka = kafka
             config.id = id
+            config.max_wait_timeout = OWN_PRODUCER_WAIT
             config.logger = settings.logger
             config.monitor = monitor
             config.polling.mode = settings.polling.mode
