@@ -18,9 +18,9 @@ build = lambda do |klass, extra = {}|
   end
 end
 measure = lambda do |name, count = 20, &call|
-  started = Sluice::Clock.now
+  started = Sluice::Shared::Clock.now
   count.times(&call)
-  printf("%-18s %8.2f ms/call (n=%d)\n", name, (Sluice::Clock.now - started) * 1000 / count, count)
+  printf("%-18s %8.2f ms/call (n=%d)\n", name, (Sluice::Shared::Clock.now - started) * 1000 / count, count)
 end
 
 producer = build.call(Sluice::Producer)

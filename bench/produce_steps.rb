@@ -52,7 +52,7 @@ module Bench
       [["the loop", :loop_only],
        ["+ a message Hash per call (what an application builds)", :hashes],
        ["+ the native validation of it (Native::Producer#validate)", :validations],
-       ["+ a DeliveryHandle (a Ruby object: what produce_async returns)", :handles],
+       ["+ a Delivery::Handle (a Ruby object: what produce_async returns)", :handles],
        ["native produce: validation, handle, rd_kafka_produceva", :native_produces],
        ["Producer#produce_async (middleware, variant, transaction, reload)", :produce_asyncs]]
     end
@@ -64,7 +64,7 @@ module Bench
     def handles(count)
       count.times do
         @client.validate(message)
-        Sluice::DeliveryHandle.allocate
+        Sluice::Delivery::Handle.allocate
       end
       nil
     end

@@ -29,7 +29,7 @@ static ID id_sluice_caller;
 /*
  * Once close began, only its own thread may use the consumer: serving the
  * rebalance that gives the partitions up, committing before that. A helper
- * thread of Sluice::Blocking (a call under a fiber scheduler) counts as the
+ * thread of Sluice::Shared::Blocking (a call under a fiber scheduler) counts as the
  * thread it works for (its :sluice_caller).
  */
 static int closer_p(client_t *c) {

@@ -1,6 +1,6 @@
 /*
  * Sluice::DeliveryHandle's fields, written natively: the one place that knows
- * their names (lib/sluice/delivery_handle.rb reads them, and writes a failed
+ * their names (lib/sluice/delivery/handle.rb reads them, and writes a failed
  * delivery itself in #resolve). Both writes are per message, on the hot path
  * of every produce: plain rb_ivar_set with interned names, nothing more.
  * A handle has three fields, which Ruby 3.1 keeps in the object itself (a

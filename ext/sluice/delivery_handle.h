@@ -1,6 +1,6 @@
 /*
  * delivery_handle.c: the one file that writes a Sluice::DeliveryHandle's
- * fields (lib/sluice/delivery_handle.rb reads them). produce.c builds a handle
+ * fields (lib/sluice/delivery/handle.rb reads them). produce.c builds a handle
  * per message, drain.c records a successful delivery on it; neither names a
  * field.
  */

@@ -16,7 +16,7 @@ module Sluice
   # by max_wait_timeout; a refused call raises a named Errors::AdminError
   # carrying the KafkaError.
   class Admin
-    include Clock
+    include Shared::Clock
     include Lifecycle
     include Groups
 
@@ -249,7 +249,7 @@ module Sluice
 
     # Metadata of the whole cluster (librdkafka 2.0.2 has no DescribeTopics or DescribeCluster).
     def query_watermarks(topic, partition, deadline)
-      LeaderWait.retrying(deadline, pending: LeaderWait::LEADER_PENDING) do
+      Shared::LeaderWait.retrying(deadline, pending: Shared::LeaderWait::LEADER_PENDING) do
         blocking(:watermark_offsets, topic) { |client, ms| client.watermarks(topic, partition, ms) }
       end
     end

@@ -25,7 +25,7 @@ module Sluice
   # Where a fetched message is until then, and why none is skipped: the
   # hand-off invariant at the top of Consumer::Inbox.
   class Consumer
-    include Clock
+    include Shared::Clock
     include Lifecycle
     include Arguments
     include Rendering
@@ -341,7 +341,7 @@ module Sluice
       end
       refuse_past_unfinished(list, "commit")
       @inbox.store_processed if @inbox.reader?(Fiber.current) || !@inbox.reading? # another thread's: the reader stores
-      check(async ? client.commit(list, true) : Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
+      check(async ? client.commit(list, true) : Shared::Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
       nil
     end
 
@@ -389,8 +389,8 @@ module Sluice
       return {} if pairs.empty?
 
       deadline = now + (@config.max_wait_timeout / 1000.0)
-      error, offsets = LeaderWait.retrying(deadline, pending: LeaderWait::COORDINATOR_PENDING) do
-        Blocking.call { client.committed(pairs, [((deadline - now) * 1000).ceil, 1].max) }
+      error, offsets = Shared::LeaderWait.retrying(deadline, pending: Shared::LeaderWait::COORDINATOR_PENDING) do
+        Shared::Blocking.call { client.committed(pairs, [((deadline - now) * 1000).ceil, 1].max) }
       end
       check(error.zero? ? nil : error, "committed")
       by_topic(offsets).transform_values(&:to_h)
@@ -416,8 +416,9 @@ module Sluice
       partition_number(partition)
       client = open_client
       deadline = now + (@config.max_wait_timeout / 1000.0)
-      error, low, high = LeaderWait.retrying(deadline) do
-        RefusableRead.call(deadline, @state.method(:refusing_failure)) { |ms| Blocking.call { client.watermarks(topic.to_s, partition, ms) } }
+      watermarks = ->(ms) { Shared::Blocking.call { client.watermarks(topic.to_s, partition, ms) } }
+      error, low, high = Shared::LeaderWait.retrying(deadline) do
+        Shared::RefusableRead.call(deadline, @state.method(:refusing_failure), &watermarks)
       end
       check(error.zero? ? nil : error, "query_watermark_offsets")
       [low, high]
@@ -535,7 +536,7 @@ module Sluice
 
       timeout_ms ||= @config.max_wait_timeout
 
-      code, offsets = Blocking.call { @client.commit(nil, false, timeout_ms, true) }
+      code, offsets = Shared::Blocking.call { @client.commit(nil, false, timeout_ms, true) }
       return unless code
 
       error = KafkaError.new(code)

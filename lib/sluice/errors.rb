@@ -162,11 +162,11 @@ module Sluice
 
     # A wait ran out of time; the handle stays pending and can be waited on again.
     class WaitTimeoutError < BaseError
-      # @return [DeliveryHandle, nil] the handle waited on; wait on it again for a late report
+      # @return [Delivery::Handle, nil] the handle waited on; wait on it again for a late report
       attr_reader :handle
 
       # @param message [String]
-      # @param handle [DeliveryHandle, nil]
+      # @param handle [Delivery::Handle, nil]
       def initialize(message = "timed out waiting for the delivery report", handle: nil)
         super(message)
         @handle = handle
@@ -180,7 +180,7 @@ module Sluice
       attr_reader :kafka_error, :delivery_report
 
       # @param kafka_error [KafkaError]
-      # @param delivery_report [DeliveryReport, nil]
+      # @param delivery_report [Delivery::Report, nil]
       def initialize(kafka_error, delivery_report: nil)
         super("delivery failed: #{kafka_error.message}")
         @kafka_error = kafka_error
@@ -197,7 +197,7 @@ module Sluice
 
     # The broker refused the client's credentials (SASL: #code :authentication)
     # or TLS failed (#code :ssl: wrong CA), and no broker is usable: raised by
-    # produce_sync, DeliveryHandle#wait, flush and Consumer#poll, each_message
+    # produce_sync, Delivery::Handle#wait, flush and Consumer#poll, each_message
     # and each_batch within about a second, not after message.timeout.ms.
     # #kafka_error has librdkafka's reason. The client stays usable: once the
     # broker accepts it (rotated credentials), it delivers and reads again.
@@ -206,7 +206,7 @@ module Sluice
       attr_reader :delivery_report
 
       # @param kafka_error [KafkaError]
-      # @param delivery_report [DeliveryReport, nil]
+      # @param delivery_report [Delivery::Report, nil]
       def initialize(kafka_error, delivery_report: nil)
         super("authentication", kafka_error)
         @delivery_report = delivery_report
@@ -217,11 +217,11 @@ module Sluice
     # messages enqueued before the failure (they are on their way; producing
     # them again would duplicate them). #kafka_error is the failure itself.
     class ProduceManyError < ProduceError
-      # @return [Array<DeliveryHandle>] handles of the messages enqueued before the failure
+      # @return [Array<Delivery::Handle>] handles of the messages enqueued before the failure
       attr_reader :dispatched
 
       # @param kafka_error [KafkaError]
-      # @param dispatched [Array<DeliveryHandle>]
+      # @param dispatched [Array<Delivery::Handle>]
       def initialize(kafka_error, dispatched:)
         super(kafka_error)
         @dispatched = dispatched

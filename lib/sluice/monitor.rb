@@ -79,10 +79,10 @@ module Sluice
       # @return [Hash] the payload
       def to_h = payload
 
-      # The payload with every secret FILTERED (Secrets.filter_payload): what a
+      # The payload with every secret FILTERED (Shared::Secrets.filter_payload): what a
       # listener logs or an error tracker records holds no password.
       # @return [String]
-      def inspect = "#<struct #{self.class.name} id=#{id.inspect}, payload=#{Secrets.filter_payload(payload).inspect}>"
+      def inspect = "#<struct #{self.class.name} id=#{id.inspect}, payload=#{Shared::Secrets.filter_payload(payload).inspect}>"
       alias_method :to_s, :inspect
 
       # pp shows #inspect (Struct's own walks the members as they are).
@@ -203,9 +203,9 @@ module Sluice
     def timed(listeners, name, payload)
       return yield if listeners.empty?
 
-      started = Clock.now
+      started = Shared::Clock.now
       result = yield
-      payload[:time] = (Clock.now - started) * 1000
+      payload[:time] = (Shared::Clock.now - started) * 1000
       publish(listeners, name, payload)
       result
     end

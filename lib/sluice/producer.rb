@@ -12,7 +12,7 @@ module Sluice
   #
   # Thread-safe: any number of threads and fibers may produce concurrently.
   # Always #close a producer: it flushes and releases the native handle (one
-  # left open is closed at exit, see Shutdown).
+  # left open is closed at exit, see Shared::Shutdown).
   #
   # One object with collaborators, each the only holder of its state: its
   # ClientLife (status, the lifecycle lock, settings, the native client and
@@ -24,7 +24,7 @@ module Sluice
   # (the slow paths of a produce). Tombstones holds no state: produce calls
   # that build tombstones.
   class Producer
-    include Clock
+    include Shared::Clock
     include Tombstones
 
     # librdkafka's error numbers the producer acts on: a full local queue (waited
@@ -41,10 +41,10 @@ module Sluice
     # @return [Middleware] steps every message goes through before it is produced
     attr_reader :middleware
 
-    # (see ClientHooks#id)
+    # (see Shared::ClientHooks#id)
     attr_reader :id
 
-    # (see ClientHooks#monitor)
+    # (see Shared::ClientHooks#monitor)
     attr_reader :monitor
 
     # Builds the producer and connects it: the block fills in its settings,
@@ -59,11 +59,11 @@ module Sluice
     def initialize
       config = Config.new
       yield config if block_given?
-      @life = ClientLife.for(self, config.validate!.freeze, kind: :producer)
+      @life = Shared::ClientLife.for(self, config.validate!.freeze, kind: :producer)
       @id = @life.id
       @monitor = @life.monitor
       @poller = @life.poller
-      @notifier = DeliveryNotifier.new(config.max_wait_timeout)
+      @notifier = Delivery::Notifier.new(config.max_wait_timeout)
       @middleware = Middleware.new
       @topic_configs = TopicConfigs.new
       build_collaborators
@@ -80,10 +80,10 @@ module Sluice
     # @return [Native::Producer, Clients::Buffered, Clients::Dummy]
     def client = @life.client
 
-    # (see ClientHooks#status)
+    # (see Shared::ClientHooks#status)
     def status = @life.status
 
-    # (see ClientHooks#closed?)
+    # (see Shared::ClientHooks#closed?)
     def closed? = @life.closed?
 
     # Sends what is buffered, waits for the outstanding delivery reports, stops polling and
@@ -111,24 +111,24 @@ module Sluice
     # @return [void]
     def close_at_exit = @closing.close_at_exit
 
-    # (see ClientHooks#oauthbearer_set_token)
+    # (see Shared::ClientHooks#oauthbearer_set_token)
     def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
       @life.answer_token(token, lifetime_ms, principal_name, extensions)
     end
 
-    # (see ClientHooks#oauthbearer_set_token_failure)
+    # (see Shared::ClientHooks#oauthbearer_set_token_failure)
     def oauthbearer_set_token_failure(reason) = @life.answer_token_failure(reason)
 
     # Enqueues a message; the handle resolves when its delivery report arrives.
     # @param message [Hash] topic: (required), payload: (String or nil), key:,
     #   partition: or partition_key:, headers: ({ name => value or [values] }),
     #   timestamp: (Time or ms), label: (anything, handed back in the report)
-    # @return [DeliveryHandle]
+    # @return [Delivery::Handle]
     # @raise [Errors::MessageInvalidError, Errors::ProducerClosedError, Errors::ProduceError]
     #   (a fatal error: #fatal? true, with the fatal code)
     # @example
     #   handle = producer.produce_async(topic: "events", key: "user-1", payload: "signed up")
-    #   report = handle.wait # => #<Sluice::DeliveryReport topic="events" partition=0 offset=41>
+    #   report = handle.wait # => #<Sluice::Delivery::Report topic="events" partition=0 offset=41>
     def produce_async(message)
       return transaction { produce_async(message) } if needs_own_transaction?
 
@@ -141,7 +141,7 @@ module Sluice
 
     # Produces and waits for the delivery report (config.max_wait_timeout).
     # @param message [Hash] as for #produce_async
-    # @return [DeliveryReport]
+    # @return [Delivery::Report]
     # @raise [Errors::WaitTimeoutError, Errors::ProduceError] and what #produce_async raises
     # @example
     #   report = producer.produce_sync(topic: "events", payload: "hello", headers: { "source" => "docs" })
@@ -158,7 +158,7 @@ module Sluice
     # Validates every message first (nothing is sent if one is invalid), then
     # enqueues the whole batch in one native call, in order.
     # @param messages [Array<Hash>] each as for #produce_async
-    # @return [Array<DeliveryHandle>]
+    # @return [Array<Delivery::Handle>]
     # @raise [Errors::MessageInvalidError] one message is invalid (none was sent)
     # @raise [Errors::ProduceManyError] when enqueuing failed part-way; its
     #   #dispatched holds the handles of the messages already enqueued
@@ -173,7 +173,7 @@ module Sluice
     # #produce_many_async, then waits for every delivery report (sent at once,
     # without waiting linger.ms for more).
     # @param messages [Array<Hash>] each as for #produce_async
-    # @return [Array<DeliveryReport>] in the order of messages
+    # @return [Array<Delivery::Report>] in the order of messages
     # @raise [Errors::WaitTimeoutError, Errors::ProduceError] and what #produce_many_async raises
     def produce_many_sync(messages)
       return transaction { produce_many_sync(messages) } if needs_own_transaction?
@@ -283,12 +283,12 @@ module Sluice
     # does after: a WaitTimeoutError or a delivery the broker refused
     # (ProduceError) leave nothing behind to be sent twice; only what
     # librdkafka never took (ProduceManyError) goes back, in front.
-    # @return [Array<DeliveryReport>]
+    # @return [Array<Delivery::Report>]
     # @raise [Errors::ProduceManyError] and what #produce_many_sync raises
     def flush_sync = flush_buffer(:sync)
 
     # Sends everything buffered, without waiting for the reports.
-    # @return [Array<DeliveryHandle>]
+    # @return [Array<Delivery::Handle>]
     # @raise [Errors::ProduceManyError] and what #produce_many_async raises
     def flush_async = flush_buffer(:async)
 
@@ -324,7 +324,7 @@ module Sluice
 
     # Delimited text sent as it is, a message per record: the records of a
     # String go to librdkafka in one native call, with no Ruby object a
-    # message (no Hash, no String, no DeliveryHandle), and their reports are
+    # message (no Hash, no String, no Delivery::Handle), and their reports are
     # counted natively instead of resolved on handles (#line_reports). What
     # `sluice produce` uses when a line is the whole message (issue 58): a
     # million lines cost librdkafka's time, not a million objects'. Messages
@@ -390,7 +390,7 @@ module Sluice
     def polled_options = { notifier: @notifier }
 
     def attach(client, state)
-      client.handles(DeliveryHandle, @notifier)
+      client.handles(Delivery::Handle, @notifier)
       @notifier.attach(@poller, state)
     end
 
@@ -445,7 +445,7 @@ module Sluice
         client = @life.client
         config_id = Variant.current(self)&.topic_config_id
         handle = client.produce(message, nil, config_id)
-        handle = @enqueuer.one(client, message, handle, config_id) unless handle.is_a?(DeliveryHandle)
+        handle = @enqueuer.one(client, message, handle, config_id) unless handle.is_a?(Delivery::Handle)
         @transactions.current&.note(handle)
         handle
       rescue Errors::ProducerClosedError => e
@@ -464,7 +464,7 @@ module Sluice
     # A batch in one native call (Enqueuer#many), validated first; a
     # reloaded client is tried again (nothing was enqueued on the old one:
     # produce_many refuses before it starts).
-    # @return [Array<DeliveryHandle>]
+    # @return [Array<Delivery::Handle>]
     # @raise [Errors::ProduceManyError] enqueuing stopped part-way (#dispatched: the handles so far)
     # @param refusal [String] the error.occurred type of a batch refused before dispatch
     def dispatch_many(messages, refusal:)

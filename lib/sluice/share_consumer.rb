@@ -23,7 +23,7 @@ module Sluice
   # polls instead, so the fiber yields. One handle, one thread at a time
   # (librdkafka's rule): calls from other threads wait for the reader's slice.
   class ShareConsumer
-    include Clock
+    include Shared::Clock
 
     # @return [Monitor] where the consumer's events go (share_consumer.*, error.occurred)
     attr_reader :monitor
@@ -41,7 +41,7 @@ module Sluice
       yield config if block_given?
       @config = config.validate!.freeze
       @monitor = config.monitor || Monitor.new(logger: config.logger)
-      @native = Secrets.scrubbing(config.kafka) { Native::ShareConsumer.new(config.native_pairs) }
+      @native = Shared::Secrets.scrubbing(config.kafka) { Native::ShareConsumer.new(config.native_pairs) }
       @acks = Acknowledgements.new(@native)
       @lock = Mutex.new
       @stopping = false

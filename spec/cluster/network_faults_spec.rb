@@ -60,7 +60,7 @@ RSpec.describe "Network faults", :cluster, timeout: 240 do
     end
   end
 
-  # @return [Array(Array<DeliveryReport>, Integer)] the resolved reports and how many handles stayed pending
+  # @return [Array(Array<Delivery::Report>, Integer)] the resolved reports and how many handles stayed pending
   def wait_all(handles, seconds)
     deadline = now + seconds
     reports = handles.filter_map do |handle|

@@ -84,7 +84,7 @@ module NetworkWorkloads
       @thread = Thread.new { @pacer.each_step { |seq| produce(seq) } }
     end
 
-    # Stops producing. @return [Array<DeliveryHandle>] one per message, in seq order
+    # Stops producing. @return [Array<Delivery::Handle>] one per message, in seq order
     def finish
       @pacer.stop
       @thread.value

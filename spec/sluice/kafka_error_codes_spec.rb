@@ -85,7 +85,7 @@ RSpec.describe Sluice::KafkaError do
 
   describe "as the reason of a ProduceError" do
     it "is exposed with its code, fatal? and retryable?" do
-      report = Sluice::DeliveryReport.new("t", 0, -1, described_class.new(-184), :label)
+      report = Sluice::Delivery::Report.new("t", 0, -1, described_class.new(-184), :label)
       error = Sluice::Errors::ProduceError.new(report.error, delivery_report: report)
       expect(error).to have_attributes(code: :queue_full, fatal?: false, retryable?: true, delivery_report: report)
       expect(error.message).to eq("delivery failed: Local: Queue full (queue_full)")

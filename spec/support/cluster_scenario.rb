@@ -40,7 +40,7 @@ module ClusterScenario
 
   # Produces count messages (the block gives message i's produce_async
   # arguments) idempotently, before the faults: every one acknowledged, or it raises.
-  # @return [Array<Sluice::DeliveryReport>] their reports, in order
+  # @return [Array<Sluice::Delivery::Report>] their reports, in order
   def produce_acknowledged(count)
     producer = build_producer(kafka: { "bootstrap.servers": TestCluster::BROKERS, "enable.idempotence": true, "linger.ms": 20 })
     handles = Array.new(count) { |i| producer.produce_async(**yield(i)) }

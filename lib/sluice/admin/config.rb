@@ -4,7 +4,7 @@ module Sluice
   class Admin
     # Settings of one admin client, filled in the block given to Admin.new and
     # frozen once valid.
-    class Config < ClientConfig
+    class Config < Shared::ClientConfig
       # How long (ms) one admin call may take, its round trips to the brokers included.
       attr_accessor :max_wait_timeout
 

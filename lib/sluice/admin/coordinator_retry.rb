@@ -10,7 +10,7 @@ module Sluice
     # each try gets only what is left of it, so the timeout still bounds the call.
     module CoordinatorRetry
       # What a coordinator answers while it moves or loads (LeaderWait's list).
-      PENDING = LeaderWait::COORDINATOR_PENDING
+      PENDING = Shared::LeaderWait::COORDINATOR_PENDING
       # s before the first retry, doubled after each one up to MAX_BACKOFF.
       BACKOFF = 0.05
       # (see BACKOFF)
@@ -22,12 +22,12 @@ module Sluice
       # AdminError of PENDING and a try still fits after the backoff.
       # @return the block's value
       def call(timeout_ms)
-        deadline = Clock.now + (timeout_ms / 1000.0)
+        deadline = Shared::Clock.now + (timeout_ms / 1000.0)
         backoff = BACKOFF
         begin
-          yield [Clock.ms_until(deadline), 1].max
+          yield [Shared::Clock.ms_until(deadline), 1].max
         rescue Errors::AdminError => e
-          raise unless PENDING.include?(e.code) && Clock.now + backoff < deadline
+          raise unless PENDING.include?(e.code) && Shared::Clock.now + backoff < deadline
 
           sleep(backoff) # the coordinator gives no notice of being ready
           backoff = [backoff * 2, MAX_BACKOFF].min

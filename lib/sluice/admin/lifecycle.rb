@@ -2,17 +2,17 @@
 
 module Sluice
   class Admin
-    # An admin's hooks in the client lifecycle (ClientHooks, ClientLife), and its
+    # An admin's hooks in the client lifecycle (Shared::ClientHooks, Shared::ClientLife), and its
     # calls' way to the brokers (Transport), instrumented as `admin.request`.
     module Lifecycle
-      include ClientHooks
+      include Shared::ClientHooks
 
       # Stops polling the client and releases it; calls waiting for a result
       # raise AdminClosedError. Idempotent; safe from any thread, fiber or
       # signal handler.
       # @return [nil]
       def close
-        return @life.close_on_own_thread(@config.max_wait_timeout) { close } if Blocking.trap_context?
+        return @life.close_on_own_thread(@config.max_wait_timeout) { close } if Shared::Blocking.trap_context?
 
         @life.close_under_lock { @life.disconnect }
         nil
@@ -26,7 +26,7 @@ module Sluice
 
       def closed_error = Errors::AdminClosedError
 
-      def polled_options = { notifier: ClientHooks::NO_WAITERS, results: @requests }
+      def polled_options = { notifier: Shared::ClientHooks::NO_WAITERS, results: @requests }
 
       def connected(client, state)
         super

@@ -10,7 +10,7 @@ module Sluice
     # ConditionVariable (a waiting fiber lets the others run). A result nobody
     # waits for any more (timed out, interrupted) is dropped.
     class Requests
-      include Clock
+      include Shared::Clock
 
       def initialize
         @mutex = Mutex.new

@@ -8,7 +8,7 @@ module Sluice
     # most the admin's max_wait_timeout, and both end early when the brokers
     # refuse the client's credentials or TLS.
     class Transport
-      include Clock
+      include Shared::Clock
 
       # @param client [#call] the native client for a call (raises once the admin is closed)
       def initialize(admin_id:, requests:, state:, poller:, timeout_ms:, client:)
@@ -38,11 +38,11 @@ module Sluice
       # A blocking read of the handle (GVL released; on a helper thread under
       # a fiber scheduler), whose result starts with librdkafka's error code:
       # a refusal of the client's credentials or TLS raises between two asks
-      # (RefusableRead).
+      # (Shared::RefusableRead).
       def blocking(action, subject, &block)
         deadline = now + (@timeout_ms / 1000.0)
-        RefusableRead.call(deadline, @state.method(:refusing_failure)) do |ms|
-          native(action, subject) { Blocking.call { block.call(@client.call, ms) } }
+        Shared::RefusableRead.call(deadline, @state.method(:refusing_failure)) do |ms|
+          native(action, subject) { Shared::Blocking.call { block.call(@client.call, ms) } }
         end
       end
 
@@ -68,7 +68,7 @@ module Sluice
       # up to 10 s later) raises once a result is RefusableRead::GRACE s late.
       def wait_for_result(id, timeout_ms)
         deadline = now + (timeout_ms / 1000.0)
-        late = now + RefusableRead::GRACE
+        late = now + Shared::RefusableRead::GRACE
         refusals = @requests.refusals
         loop do
           slice = now < late ? late : deadline

@@ -30,7 +30,7 @@ module Sluice
         @next_progress = progress.positive? ? progress : nil
         @wait_ms = wait_ms
         @lines = [] # the input line of each pending entry
-        @pending = [] # DeliveryHandle, or the error that refused the message
+        @pending = [] # Delivery::Handle, or the error that refused the message
         @sent = @delivered = @failed = @unknown = 0
         @first_missing = nil # the first input line whose message was not delivered
         @delivered_after = 0 # messages delivered from lines after it
@@ -39,7 +39,7 @@ module Sluice
 
       # Counts a message sent from input line `line`. Call it with signals
       # deferred, together with the produce call.
-      # @param handle [DeliveryHandle]
+      # @param handle [Delivery::Handle]
       def add(handle, line) = enqueue(line, handle)
 
       # A message that never reached librdkafka (refused before it was sent).

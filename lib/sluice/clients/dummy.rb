@@ -79,7 +79,7 @@ module Sluice
       end
 
       # Delivers the message now: its handle is resolved before this returns.
-      # @return [DeliveryHandle], or false: the message has a partition_key and
+      # @return [Delivery::Handle], or false: the message has a partition_key and
       #   no partition (the producer resolves the key, then calls again)
       def produce(message, partition = nil, _topic_config_id = nil)
         open!
@@ -90,7 +90,7 @@ module Sluice
       end
 
       # Delivers the messages now, in order, once every one passed validation.
-      # @return [Array(Array<DeliveryHandle>, nil)], or false as #produce
+      # @return [Array(Array<Delivery::Handle>, nil)], or false as #produce
       def produce_many(messages, partitions = nil, _topic_config_id = nil)
         open!
         messages.each { |message| validate(message) }

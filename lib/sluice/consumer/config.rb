@@ -4,7 +4,7 @@ module Sluice
   class Consumer
     # Settings of one consumer, filled in the block given to Consumer.new and
     # frozen once valid.
-    class Config < ClientConfig
+    class Config < Shared::ClientConfig
       # How long (ms) the consumer's blocking calls may take: a synchronous
       # commit, committed, lag, seek, and close's leaving of the group.
       attr_accessor :max_wait_timeout

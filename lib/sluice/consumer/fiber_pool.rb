@@ -23,7 +23,7 @@ module Sluice
     # A worker that cannot take it (FiberError: it is resuming a fiber of its
     # own) ends after its block returns, as no block starts after #stop.
     class FiberPool
-      include Clock
+      include Shared::Clock
 
       # Starts count fibers, each running the block (Workers' loop).
       def initialize(count, &serve)
@@ -50,7 +50,7 @@ module Sluice
             left = deadline - now
             break unless left.positive?
 
-            Blocking.wait(@ended, @lock, left)
+            Shared::Blocking.wait(@ended, @lock, left)
           end
         end
       end

@@ -87,7 +87,7 @@ module Sluice
     # ParallelReading) hands #reading a Holder for that read, the one way
     # the Inbox reaches it: a revocation waits for what it holds.
     class Inbox
-      include Clock
+      include Shared::Clock
 
       # What the Inbox asks of a reader that holds messages outside it, around
       # each rebalance it answers during that reader's read (see #reading).
@@ -112,7 +112,7 @@ module Sluice
       KEEP_POLLING = 1.0
       # Thread.handle_interrupt's mask for a move between two places (see above).
       DEFERRED = { Object => :never }.freeze
-      # Clock#now's clock, read by #poll without the call.
+      # Shared::Clock#now's clock, read by #poll without the call.
       MONOTONIC = Process::CLOCK_MONOTONIC
       # librdkafka's report (bundled build's patch 0008) that the group's
       # coordinator lacks KIP-848's ConsumerGroupHeartbeat.
@@ -304,7 +304,7 @@ module Sluice
         pairs = @ledger.unlearned(pairs)
         return if pairs.empty? || !@ledger.tracking?
 
-        error, offsets = Blocking.call { @client.committed_metadata(pairs, @seek_timeout_ms) }
+        error, offsets = Shared::Blocking.call { @client.committed_metadata(pairs, @seek_timeout_ms) }
         return unless error.zero?
 
         offsets.each do |topic, partition, offset, metadata|
@@ -499,7 +499,7 @@ module Sluice
             offset ||= firsts[[topic, partition]]
             [topic, partition, offset] if offset
           end
-          error, = Blocking.call { @client.seek(seeks, @seek_timeout_ms) } unless seeks.empty?
+          error, = Shared::Blocking.call { @client.seek(seeks, @seek_timeout_ms) } unless seeks.empty?
           drop(pairs)
           error
         end

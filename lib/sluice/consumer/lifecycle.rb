@@ -2,11 +2,11 @@
 
 module Sluice
   class Consumer
-    # A consumer's hooks in the client lifecycle (ClientHooks, ClientLife), and its
+    # A consumer's hooks in the client lifecycle (Shared::ClientHooks, Shared::ClientLife), and its
     # close: from its reader, from another thread or fiber while it reads or
     # waits, from a listener on the polling thread, a signal handler or at exit.
     module Lifecycle
-      include ClientHooks
+      include Shared::ClientHooks
 
       # At least this long (ms) for librdkafka's teardown after the close
       # timeout is spent: a teardown that has nothing left to wait for takes
@@ -39,7 +39,7 @@ module Sluice
         end
         return if closed?
         return forget_inherited if @client.forked?
-        return close_from_trap(timeout) if Blocking.trap_context?
+        return close_from_trap(timeout) if Shared::Blocking.trap_context?
 
         @inbox.stop
         return defer_close(timeout) if in_own_block?
@@ -162,7 +162,7 @@ module Sluice
 
       def close_error(error) = instrument("error.occurred", type: "consumer.close_error", error: error)
 
-      # See ClientLife#close_on_own_thread: a signal handler may not lock
+      # See Shared::ClientLife#close_on_own_thread: a signal handler may not lock
       # a Mutex, and may have interrupted code that holds one we need. When
       # it interrupted the reader, a closer thread would wait for the reader
       # to return, which waits for this handler: the close happens when the

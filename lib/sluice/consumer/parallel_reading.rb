@@ -28,13 +28,13 @@ module Sluice
     #   (threads) or stopped (fibers: FiberPool) and nothing more is stored:
     #   what was not finished is handed out again.
     class ParallelReading
-      include Clock
+      include Shared::Clock
 
       # Longest wait for a message (ms) before the reader looks at what finished.
       TAKE_WAIT = 50
       # Offsets of finished blocks are stored at least this often (s), not on every message.
       STORE_EVERY = 0.1
-      # Share of a close's timeout (ClientLife#deadline) running blocks are
+      # Share of a close's timeout (Shared::ClientLife#deadline) running blocks are
       # waited for; the rest commits what finished and leaves the group.
       BLOCKS_SHARE = 0.5
       # Share of it by which killed blocks (Workers#stop) are waited for.
@@ -53,7 +53,7 @@ module Sluice
       # @param rewind [#call] Consumer#rewind: partitions back to these messages
       # @param instrument [#call] Consumer#instrument
       # @param shares [PartitionShares] each partition's share of max_buffered
-      # @param close_deadline [#call] (share) ClientLife#deadline: nil until a close began
+      # @param close_deadline [#call] (share) Shared::ClientLife#deadline: nil until a close began
       # @param commit [Boolean] commit what is stored every COMMIT_EVERY (auto commit)
       # @param retrying [#call] how many messages the failure policy retries (Failure::Policy#retrying)
       def initialize(inbox:, rewind:, instrument:, shares:, concurrency:, ordering:, max_buffered:, max_buffered_bytes:, finish_within:, block:,

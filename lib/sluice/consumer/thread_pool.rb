@@ -6,7 +6,7 @@ module Sluice
     # calling fiber). #stop kills them: a running block is interrupted
     # wherever it is, as Timeout would interrupt it, and its ensure clauses run.
     class ThreadPool
-      include Clock
+      include Shared::Clock
 
       # Starts count threads, each running the block (Workers' loop).
       def initialize(count, &serve)

@@ -26,7 +26,7 @@ module Sluice
       class Stop < Exception; end # rubocop:disable Lint/InheritException -- see above
 
       # @param stopped [#call] true once the read was stopped: nothing starts then
-      # @param cutoff [#call] when #settle stops waiting whatever its seconds (a Clock#now value; nil: never)
+      # @param cutoff [#call] when #settle stops waiting whatever its seconds (a Shared::Clock#now value; nil: never)
       def initialize(count:, ordering:, block:, stopped:, cutoff: -> {})
         @lanes = Lanes.new(ordering)
         @block = block
@@ -41,7 +41,7 @@ module Sluice
         @blocks = {} # worker => the message its block runs
         @size = 0 # taken, not finished: waiting or running
         @bytes = 0
-        @pool = (Blocking.fiber_scheduled? ? FiberPool : ThreadPool).new(count) { serve }
+        @pool = (Shared::Blocking.fiber_scheduled? ? FiberPool : ThreadPool).new(count) { serve }
       end
 
       # Taken and not finished: how many, and their keys' and payloads' bytes.
@@ -96,7 +96,7 @@ module Sluice
 
       # Waits (at most seconds) until a block ends, unless one already did.
       def wait_for_finish(seconds)
-        @lock.synchronize { Blocking.wait(@change, @lock, seconds) if @finished.empty? }
+        @lock.synchronize { Shared::Blocking.wait(@change, @lock, seconds) if @finished.empty? }
       end
 
       # No block starts until #release; those running go on.
@@ -121,7 +121,7 @@ module Sluice
             left = [deadline, @cutoff.call].compact.min - Process.clock_gettime(Process::CLOCK_MONOTONIC)
             return false unless left.positive?
 
-            Blocking.wait(@change, @lock, left)
+            Shared::Blocking.wait(@change, @lock, left)
           end
         end
         true
@@ -130,7 +130,7 @@ module Sluice
       # The cutoff moved (a close began): a #settle under way waits for it.
       # A signal handler may not lock: its wake-up may come before the wait.
       def wake
-        return @change.broadcast if Blocking.trap_context?
+        return @change.broadcast if Shared::Blocking.trap_context?
 
         @lock.synchronize { @change.broadcast }
       end
@@ -183,7 +183,7 @@ module Sluice
               @blocks[@pool.worker] = message
               return message
             end
-            Blocking.wait(@work, @lock)
+            Shared::Blocking.wait(@work, @lock)
           end
         end
       end

@@ -88,7 +88,7 @@ module Sluice
 
       def info(event, text) = @logger.info("[#{client_id(event)}] #{text}")
       def warn(event, text) = @logger.warn("[#{client_id(event)}] #{text}")
-      def debug(event, data) = @logger.debug { "[#{client_id(event)}] #{Shown.call(data)}" }
+      def debug(event, data) = @logger.debug { "[#{client_id(event)}] #{Shared::Shown.call(data)}" }
 
       # error.occurred comes from consumers too
       def client_id(event) = event[:producer_id] || event[:consumer_id] || event[:admin_id]

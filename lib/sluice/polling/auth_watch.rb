@@ -28,7 +28,7 @@ module Sluice
     # Under a lock: the poller observes errors while the client's refresh
     # thread answers tokens (RefreshThread), and readers ask meanwhile.
     class AuthWatch
-      include Clock
+      include Shared::Clock
 
       # The code that only says no broker is usable, not why.
       ALL_BROKERS_DOWN = :all_brokers_down

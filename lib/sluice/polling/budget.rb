@@ -7,7 +7,7 @@ module Sluice
     # the event whose listeners overran (a slow listener, not the volume).
     # One per client, reset each turn: a turn allocates nothing.
     class Budget
-      include Clock
+      include Shared::Clock
 
       # The event each kind of drained event is dispatched as.
       EVENT_NAMES = { error: "error.occurred", statistics: "statistics.emitted", oauthbearer_token_refresh: "oauthbearer.token_refresh",

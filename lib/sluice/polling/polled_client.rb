@@ -12,7 +12,7 @@ module Sluice
     # happens here, after the native call returned, so an exception can never
     # unwind through librdkafka.
     class PolledClient
-      include Clock
+      include Shared::Clock
 
       # How long one #pump blocks (ms).
       PUMP_MS = 10

@@ -22,7 +22,7 @@ module Sluice
     # fires the poller.* events. The thread starts with the first client and
     # stops after the last one leaves.
     class Poller
-      include Clock
+      include Shared::Clock
 
       # Longest pause (s) of a client (or the poller) whose serving raised, growing from 20 ms with each failure in a row.
       MAX_BACKOFF = 1.0

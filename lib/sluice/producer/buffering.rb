@@ -44,7 +44,7 @@ module Sluice
       # never took go back, in front: those it took are on their way (their
       # handles say how they end), and buffering them again would send them
       # twice.
-      # @return [Array<DeliveryHandle>]
+      # @return [Array<Delivery::Handle>]
       def dispatch(messages, refusal:)
         @dispatch.call(messages, refusal: refusal)
       rescue Errors::ProduceManyError => e

@@ -9,9 +9,9 @@ module Sluice
     # its ClientLife's; this object holds what the close dropped.
     # @api private
     class Closing
-      include Clock
+      include Shared::Clock
 
-      # @param life [ClientLife] the producer's
+      # @param life [Shared::ClientLife] the producer's
       # @param transactions [Transactions] the producer's: settled first
       # @param buffering [Buffering] the producer's: sent before the wait
       # @param deliveries [Deliveries] the producer's: waited for, then orphaned
@@ -27,7 +27,7 @@ module Sluice
       # @return [nil]
       def close(timeout)
         return if @life.closed?
-        return close_from_trap(timeout) if Blocking.trap_context?
+        return close_from_trap(timeout) if Shared::Blocking.trap_context?
 
         if @transactions.own?
           raise Errors::ProducerTransactionalCloseAttemptError,
@@ -64,7 +64,7 @@ module Sluice
         nil
       end
 
-      # See ClientLife#close_on_own_thread. The transaction the signal
+      # See Shared::ClientLife#close_on_own_thread. The transaction the signal
       # interrupted (if any) is the interrupted thread's: close may abort it.
       def close_from_trap(timeout)
         return if @life.held_by_current? # the code the signal interrupted was closing us: it finishes after the handler

@@ -7,8 +7,8 @@ module Sluice
   class Producer
     # Settings of one producer, filled in the block given to Producer.new and
     # frozen once it is valid. (Sluice::Consumer::Config is the consumer's.)
-    class Config < ClientConfig
-      # Default wait (ms) of produce_sync and DeliveryHandle#wait, and how long
+    class Config < Shared::ClientConfig
+      # Default wait (ms) of produce_sync and Delivery::Handle#wait, and how long
       # #close waits for outstanding deliveries (and an open transaction) before
       # it purges what is left.
       attr_accessor :max_wait_timeout

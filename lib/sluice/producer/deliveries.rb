@@ -8,10 +8,10 @@ module Sluice
     # call (a reload replaces them).
     # @api private
     class Deliveries
-      include Clock
+      include Shared::Clock
 
-      # @param life [ClientLife] the producer's
-      # @param notifier [DeliveryNotifier] the producer's
+      # @param life [Shared::ClientLife] the producer's
+      # @param notifier [Delivery::Notifier] the producer's
       # @param poller [Polling::Poller, Polling::PollThread] the producer's
       def initialize(life:, notifier:, poller:)
         @life = life
@@ -25,7 +25,7 @@ module Sluice
         state = @life.state
         refusals = state.refusals
         deadline = timeout_ms && now + (timeout_ms / 1000.0)
-        late = now + RefusableRead::GRACE
+        late = now + Shared::RefusableRead::GRACE
         loop do
           done = wait(flush_slice(deadline, late))
           raise_refused(state, refusals, late, done)
@@ -44,13 +44,13 @@ module Sluice
         client = @life.client
         state = @life.state
         started = now
-        return false unless Blocking.call { client.flush(timeout_ms || -1) }
+        return false unless Shared::Blocking.call { client.flush(timeout_ms || -1) }
 
         left = timeout_ms && [timeout_ms - ((now - started) * 1000), 0].max
         @notifier.wait_until(left) { state.settled? }
       end
 
-      # Disconnects the client (ClientLife#disconnect); handles that never
+      # Disconnects the client (Shared::ClientLife#disconnect); handles that never
       # got a report resolve with `error` (a purge, or the fatal error of a reload).
       # @return [Integer] how many
       def disconnect(error = nil)
@@ -69,7 +69,7 @@ module Sluice
       # (said again only at librdkafka's next failed reconnect, up to 10 s
       # later) ends it too.
       def flush_slice(deadline, late)
-        slice = now < late ? ms_until(late) : RefusableRead::SLICE
+        slice = now < late ? ms_until(late) : Shared::RefusableRead::SLICE
         deadline ? [slice, ms_until(deadline)].min : slice
       end
 

@@ -11,7 +11,7 @@ module Sluice
     # with that client's partitioner; the client itself is passed at each call.
     # @api private
     class Enqueuer
-      include Clock
+      include Shared::Clock
 
       # Up to this many records a #lines call when no max is given.
       UNLIMITED_LINES = 2**62
@@ -29,7 +29,7 @@ module Sluice
 
       # The native produce did not return a handle: false asks us to resolve
       # partition_key first; an Integer is librdkafka's error.
-      # @return [DeliveryHandle]
+      # @return [Delivery::Handle]
       # @raise [Errors::ProduceError]
       def one(client, message, result, config_id)
         partition = nil
@@ -44,7 +44,7 @@ module Sluice
       end
 
       # The whole batch in one native call (Native::Producer#produce_many).
-      # @return [Array<DeliveryHandle>]
+      # @return [Array<Delivery::Handle>]
       # @raise [Errors::ProduceManyError] enqueuing stopped part-way (#dispatched: the handles so far)
       def many(client, messages, config_id)
         handles, code = batch(client, messages, config_id)

@@ -6,7 +6,7 @@ module Sluice
     # partitioner, so a key other than the message key can pick the partition.
     # Partition counts come from metadata, cached for a while per topic.
     class Partitioner
-      include Clock
+      include Shared::Clock
 
       COUNT_TTL = 30 # seconds
 
@@ -33,7 +33,7 @@ module Sluice
         return count if count && expires_at > now
 
         deadline = now + (@timeout_ms / 1000.0) # metadata round trips
-        error, count = RefusableRead.call(deadline, @refused) { |ms| Blocking.call { @client.partition_count(topic, ms) } }
+        error, count = Shared::RefusableRead.call(deadline, @refused) { |ms| Shared::Blocking.call { @client.partition_count(topic, ms) } }
         raise Errors::ProduceError, KafkaError.new(error) unless error.zero?
 
         @counts[topic] = [count, now + COUNT_TTL]

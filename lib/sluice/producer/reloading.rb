@@ -9,7 +9,7 @@ module Sluice
     # @api private
     class Reloading
       # @param producer [Producer] handed to `producer.reload` listeners (event[:caller]), nothing more
-      # @param life [ClientLife] the producer's: its client, settings and lock
+      # @param life [Shared::ClientLife] the producer's: its client, settings and lock
       # @param deliveries [Deliveries] the producer's: disconnects the broken client
       def initialize(producer, life:, deliveries:)
         @producer = producer
@@ -80,9 +80,9 @@ module Sluice
       # @return [Config, nil] the settings replaced, if any
       def reconfigure(error, attempt)
         config = @life.config
-        kafka = Secrets.filter(config.kafka)
+        kafka = Shared::Secrets.filter(config.kafka)
         instrument("producer.reload", error: error, attempt: attempt, caller: @producer, kafka: kafka)
-        kafka = Secrets.unfilter(kafka, config.kafka)
+        kafka = Shared::Secrets.unfilter(kafka, config.kafka)
         return if kafka == config.kafka
 
         @life.reconfigure(config.with_kafka(kafka))

@@ -5,12 +5,12 @@ module Sluice
     # Transaction calls librdkafka lets be made again after they timed out
     # (it resumes them where they stopped), made in slices: a close of
     # another thread takes over between two instead of waiting for a whole
-    # call, and every slice ends by that close's deadline (ClientLife#wait_ms).
+    # call, and every slice ends by that close's deadline (Shared::ClientLife#wait_ms).
     # Mixed into Transactions, whose @life and @unfinished (the call timed
     # out and goes on in librdkafka) it reads.
     # @api private
     module SlicedCalls
-      include Clock
+      include Shared::Clock
 
       private
 

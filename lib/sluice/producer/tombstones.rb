@@ -8,24 +8,24 @@ module Sluice
     module Tombstones
       # Produces a tombstone and waits for its report.
       # @param message [Hash] topic:, key: (String), partition: (Integer), and headers:, label:, ...
-      # @return [DeliveryReport]
+      # @return [Delivery::Report]
       # @raise [Errors::MessageInvalidError] without a String key: or an Integer partition:
       # @example
       #   producer.tombstone_sync(topic: "users", key: "user-1", partition: 3)
       def tombstone_sync(**message) = produce_sync(tombstone(**message))
 
       # @param message [Hash] as for #tombstone_sync
-      # @return [DeliveryHandle]
+      # @return [Delivery::Handle]
       # @raise [Errors::MessageInvalidError] without a String key: or an Integer partition:
       def tombstone_async(**message) = produce_async(tombstone(**message))
 
       # @param tombstones [Array<Hash>] topic:, key:, partition: (and headers:, label:, ...)
-      # @return [Array<DeliveryReport>]
+      # @return [Array<Delivery::Report>]
       # @raise [Errors::MessageInvalidError] one is invalid (none was sent)
       def tombstone_many_sync(tombstones) = produce_many_sync(tombstones_of(tombstones))
 
       # @param tombstones [Array<Hash>] as for #tombstone_many_sync
-      # @return [Array<DeliveryHandle>]
+      # @return [Array<Delivery::Handle>]
       # @raise [Errors::MessageInvalidError] one is invalid (none was sent)
       def tombstone_many_async(tombstones) = produce_many_async(tombstones_of(tombstones))
 

@@ -21,7 +21,7 @@ module Sluice
     # and its reload.
     # @api private
     class Transactions
-      include SlicedCalls # and Clock
+      include SlicedCalls # and Shared::Clock
 
       # Commits tried when librdkafka refuses one as retriable at once.
       COMMIT_ATTEMPTS = 3
@@ -44,7 +44,7 @@ module Sluice
       # @return [Transaction, nil]
       attr_reader :current
 
-      # @param life [ClientLife] the producer's: its client and settings are read at each call
+      # @param life [Shared::ClientLife] the producer's: its client and settings are read at each call
       # @param ensure_open [#call] raises Errors::ProducerClosedError when the producer refuses calls now
       # @param reload [#call] (error, attempt): rebuilds the producer's fatally broken client
       def initialize(life:, ensure_open:, reload:)
@@ -97,7 +97,7 @@ module Sluice
       # to end, then takes it over and aborts it, so none stays open on the
       # broker, and finishes a commit or abort that timed out. One being
       # opened or ended gets one INIT_SLICE more (its calls end by the
-      # deadline: ClientLife#wait_ms), then is left (destroy waits for a call). A transaction of the thread a signal handler interrupted
+      # deadline: Shared::ClientLife#wait_ms), then is left (destroy waits for a call). A transaction of the thread a signal handler interrupted
       # cannot end while we wait: open, it is taken over at once; being opened
       # or ended, it is left to that thread.
       def settle(deadline, interrupted)
@@ -112,7 +112,7 @@ module Sluice
           # One being ended by the interrupted thread is left to it: it goes on when the handler returns (and finds us closed).
           open.tap { |t| t.state = :aborted } if open&.state == :open
         end
-        abort_transaction(txn, raise_errors: false) if txn # within the close's deadline: ClientLife#wait_ms
+        abort_transaction(txn, raise_errors: false) if txn # within the close's deadline: Shared::ClientLife#wait_ms
         finish_unfinished(@life.wait_ms(call_timeout), raise_errors: false) if @unfinished
       end
 
@@ -408,7 +408,7 @@ module Sluice
         client = self.client
         @unfinished = unfinished if unfinished
         tuple = Thread.handle_interrupt(Object => :never) do
-          Blocking.call(interruptible: false) { client.public_send(action, *args).tap { |result| note(result, unfinished) if unfinished } }
+          Shared::Blocking.call(interruptible: false) { client.public_send(action, *args).tap { |result| note(result, unfinished) if unfinished } }
         end
         raise Errors::TransactionError.new(action.to_s.tr("_", " "), transaction_error(client, tuple)) if tuple
       end

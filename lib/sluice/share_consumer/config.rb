@@ -4,7 +4,7 @@ module Sluice
   class ShareConsumer
     # Settings of one share consumer, filled in the block given to
     # ShareConsumer.new and frozen once valid.
-    class Config < ClientConfig
+    class Config < Shared::ClientConfig
       # The settings of a consumer-group member that a share-group member has
       # not, and where a share group keeps each (a group config is set with
       # Admin#alter_configs(group:), or Kafka's kafka-configs tool with --entity-type groups).

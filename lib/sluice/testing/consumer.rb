@@ -37,7 +37,7 @@ module Sluice
     #   consumer.committed # => { "orders" => { 0 => 1, 1 => 1 } }
     #   consumer.close
     class Consumer
-      include Clock
+      include Shared::Clock
       include Sluice::Consumer::Arguments
       include FailurePolicy
 

@@ -87,7 +87,7 @@ module Sluice
         end
 
         def wanted
-          fields = @expected.map { |field, value| "#{field}: #{value.respond_to?(:description) ? value.description : Shown.call(value)}" }
+          fields = @expected.map { |field, value| "#{field}: #{value.respond_to?(:description) ? value.description : Shared::Shown.call(value)}" }
           "a message with #{fields.join(", ")}#{" #{@count} time(s)" if @count}"
         end
 
@@ -96,7 +96,7 @@ module Sluice
         def listing
           return "; nothing was produced" if @produced.empty?
 
-          shown = @produced.last(20).map { |message| "\n  #{Shown.call(message)}" }.join
+          shown = @produced.last(20).map { |message| "\n  #{Shared::Shown.call(message)}" }.join
           more = @produced.size > 20 ? " (the last 20 of #{@produced.size})" : ""
           "; produced#{more}:#{shown}"
         end

@@ -8,7 +8,7 @@
 # listeners.
 RSpec.describe "Authentication and TLS failures on the admin client", :kafka do
   # The first refusal takes librdkafka a connection attempt; a later call is told at once or after
-  # Sluice::RefusableRead::GRACE, or after one blocking slice: about a second. The bound tells that
+  # Sluice::Shared::RefusableRead::GRACE, or after one blocking slice: about a second. The bound tells that
   # from max_wait_timeout (30 s) with room for a loaded machine (CI once took 2.7 s for the TLS case).
   limit = 5
 

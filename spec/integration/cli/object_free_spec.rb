@@ -26,9 +26,9 @@ RSpec.describe "sluice produce and tail without a Ruby object a message", :kafka
     GC.enable
   end
 
-  it "produces plain lines with no DeliveryHandle a line: empty lines skipped, progress every N, bytes as read" do
+  it "produces plain lines with no Delivery::Handle a line: empty lines skipped, progress every N, bytes as read" do
     lines = Array.new(2_000) { |i| i % 400 == 7 ? "" : "line #{i}#{"\r" if i == 3} #{"x" * (i % 9)}" }
-    code, stdout, stderr, handles = in_process(Sluice::DeliveryHandle, "produce", topic(:plain), "--progress", "500",
+    code, stdout, stderr, handles = in_process(Sluice::Delivery::Handle, "produce", topic(:plain), "--progress", "500",
                                                stdin: "#{lines.join("\n")}\nlast")
     expect(code).to eq(0), stderr
     expect(stdout).to eq("")
@@ -40,7 +40,7 @@ RSpec.describe "sluice produce and tail without a Ruby object a message", :kafka
 
   it "names a line librdkafka refuses by its number, sends the others, and exits 1" do
     lines = ["first", "y" * 3_000, "third", "z" * 3_000, "fifth"]
-    code, _, stderr, handles = in_process(Sluice::DeliveryHandle, "produce", topic(:refused), "-X", "message.max.bytes=2000", "-q",
+    code, _, stderr, handles = in_process(Sluice::Delivery::Handle, "produce", topic(:refused), "-X", "message.max.bytes=2000", "-q",
                                           stdin: lines.join("\n"))
     expect(code).to eq(Sluice::CLI::Command::FAILED)
     expect(stderr.lines.grep(/line \d+:/).map { |line| line[/line (\d+):/, 1].to_i }).to eq([2, 4])

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# One lifecycle for every kind of client (ClientLife): the same states,
+# One lifecycle for every kind of client (Shared::ClientLife): the same states,
 # the same events around them, the same refusal once closed.
 RSpec.describe "The client lifecycle of every kind (#{TestKafka::MODE} mode)", :kafka do
   kinds = {
@@ -34,7 +34,7 @@ RSpec.describe "The client lifecycle of every kind (#{TestKafka::MODE} mode)", :
         expect(built.status).to eq(:closed)
         expect(built.closed?).to be(true)
         expect(seen).to eq([["#{kind}.connected", :in_new], ["#{kind}.closing", :closing], ["#{kind}.closed", :closed]])
-        expect(Sluice::Shutdown.open_clients).not_to include(built)
+        expect(Sluice::Shared::Shutdown.open_clients).not_to include(built)
       end
 
       it "closes once: a second close emits nothing" do

@@ -3,7 +3,7 @@
 require "securerandom"
 
 # A producer the application never closed is closed at process exit
-# (Sluice::Shutdown): what it still holds is delivered, within its
+# (Sluice::Shared::Shutdown): what it still holds is delivered, within its
 # max_wait_timeout, or its loss is reported — logged and as error.occurred
 # (type "producer.close_at_exit"). It used to be dropped silently: 0 of 6
 # messages arrived (issue 11, item 5). Each scenario is a process of its own

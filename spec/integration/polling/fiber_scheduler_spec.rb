@@ -3,7 +3,7 @@
 require "async" # Debian's ruby-async (1.30): Async::Scheduler is a Fiber.scheduler
 require "securerandom"
 
-# DeliveryHandle#wait parks on a Mutex + ConditionVariable that the polling
+# Delivery::Handle#wait parks on a Mutex + ConditionVariable that the polling
 # thread broadcasts; under a Fiber.scheduler that wait must suspend only the
 # waiting fiber. linger.ms = 200 makes every delivery take >= 200 ms, so a
 # wait that blocked the thread would serialise the fibers (20 x 200 ms) and
@@ -59,7 +59,7 @@ RSpec.describe "Waiting for deliveries under a fiber scheduler (async)", :kafka 
     expect(ticks.count { |t| t > last_start && t < first_end }).to be >= 10 # and the thread was free meanwhile
   end
 
-  it "lets produce_async + DeliveryHandle#wait on many messages yield to other fibers" do
+  it "lets produce_async + Delivery::Handle#wait on many messages yield to other fibers" do
     producer
     (waited_from, waited_until, reports), ticks = with_ticker do
       handles = Array.new(200) { |i| producer.produce_async(topic: topic, payload: "batch #{i}") }
@@ -99,7 +99,7 @@ end
 
 # The producer's long native waits — flush, close, a transaction commit, the
 # metadata lookup of the first partition_key — must suspend only the calling
-# fiber under a Fiber.scheduler (Sluice::Blocking runs them off the fiber's
+# fiber under a Fiber.scheduler (Sluice::Shared::Blocking runs them off the fiber's
 # thread). They used to block the whole thread: a fiber ticking every 10 ms
 # ticked 0 times during a flush, once during close (issue 11, item 2).
 #
@@ -238,7 +238,7 @@ RSpec.describe "Consumers under a fiber scheduler (async)", :kafka do
   end
 end
 
-# An admin call's native wait runs off the fiber's thread (Sluice::Blocking).
+# An admin call's native wait runs off the fiber's thread (Sluice::Shared::Blocking).
 RSpec.describe "Admin calls under a fiber scheduler (async)", :kafka do
   include PollingScenarios
 

@@ -132,7 +132,7 @@ RSpec.describe "Polling budgets and fault isolation", :kafka do
       client = Sluice::Native::Producer.new([["bootstrap.servers", TestKafka::BROKERS]])
       broken = Class.new(Sluice::Polling::PolledClient) { def wakeup_fd = -1 }.new(
         kind: :producer, client_id: "broken", client: client, monitor: Sluice::Monitor.new,
-        notifier: Sluice::DeliveryNotifier.new(1_000), logger: Logger.new(nil), max_time: 100, periodic_poll_interval: 10_000
+        notifier: Sluice::Delivery::Notifier.new(1_000), logger: Logger.new(nil), max_time: 100, periodic_poll_interval: 10_000
       )
       failing = Thread.new { poller.register(broken) }
       failing.report_on_exception = false

@@ -149,8 +149,8 @@ RSpec.describe "Polling in the mode under test", :kafka do
         e
       end
 
-      expect(pop_within(outcomes, 5, what: "the listener's produce_sync")).to be_a(Sluice::DeliveryReport)
-      expect(bystander_report).to be_a(Sluice::DeliveryReport)
+      expect(pop_within(outcomes, 5, what: "the listener's produce_sync")).to be_a(Sluice::Delivery::Report)
+      expect(bystander_report).to be_a(Sluice::Delivery::Report)
     end
   end
 

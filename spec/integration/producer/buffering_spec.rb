@@ -14,7 +14,7 @@ RSpec.describe "Buffering (#{TestKafka::MODE} mode)", :kafka do
     expect(producer.buffered.map { |m| m[:payload] }).to eq(%w[one two three])
 
     reports = producer.flush_sync
-    expect(reports).to all(be_a(Sluice::DeliveryReport).and(be_success))
+    expect(reports).to all(be_a(Sluice::Delivery::Report).and(be_success))
     expect(consume_reports(reports).map { |m| m[:payload] }).to eq(%w[one two three])
     expect(producer.buffered).to be_empty
     expect(producer.flush_sync).to eq([])

@@ -4,7 +4,7 @@ require "socket"
 
 # A producer's close keeps its timeout while another thread's transaction is
 # being opened or ended against a coordinator that does not answer (issue 53,
-# item 1): every wait of the close takes its one deadline (ClientLife#deadline).
+# item 1): every wait of the close takes its one deadline (Shared::ClientLife#deadline).
 # Without it, close waited for init_transactions' retries (twice
 # transaction.timeout.ms) or for a whole abort call (max_wait_timeout).
 RSpec.describe "Producer close: one deadline while another thread's transaction is opened or ended" do

@@ -161,11 +161,11 @@ RSpec.describe "Producing messages and reading them back", :kafka do
   end
 
   describe "#produce_sync" do
-    it "returns a DeliveryReport with topic, partition and offset of the stored message" do
+    it "returns a Delivery::Report with topic, partition and offset of the stored message" do
       payload = unique("sync")
       report = producer.produce_sync(topic: one, payload: payload, key: "k")
 
-      expect(report).to be_a(Sluice::DeliveryReport)
+      expect(report).to be_a(Sluice::Delivery::Report)
       expect(report).to have_attributes(topic: one, partition: 0, error: nil, label: nil)
       expect(report).to be_success
       expect(report.offset).to be >= 0
@@ -189,13 +189,13 @@ RSpec.describe "Producing messages and reading them back", :kafka do
     end
   end
 
-  describe "#produce_async and DeliveryHandle" do
-    it "returns a pending handle that #wait resolves into the DeliveryReport" do
+  describe "#produce_async and Delivery::Handle" do
+    it "returns a pending handle that #wait resolves into the Delivery::Report" do
       slow = build_producer(kafka: { "linger.ms": 300 }) # the message sits in librdkafka's queue a while
       payload = unique("async")
       handle = slow.produce_async(topic: one, payload: payload, label: "mine")
 
-      expect(handle).to be_a(Sluice::DeliveryHandle)
+      expect(handle).to be_a(Sluice::Delivery::Handle)
       expect(handle).to be_pending
       expect(handle.report).to be_nil
       expect(handle).to have_attributes(topic: one, label: "mine", partition: nil, offset: nil)
@@ -241,7 +241,7 @@ RSpec.describe "Producing messages and reading them back", :kafka do
       handles = producer.produce_many_async(messages)
 
       expect(handles.size).to eq(5)
-      expect(handles).to all(be_a(Sluice::DeliveryHandle))
+      expect(handles).to all(be_a(Sluice::Delivery::Handle))
       reports = handles.map(&:wait)
       expect(reports.map(&:offset)).to eq(reports.map(&:offset).sort.uniq)
       expect(consume_reports(reports).map { |m| [m[:key], m[:payload]] }).to eq(Array.new(5) { |i| ["k#{i}", "many-async-#{i}"] })

@@ -43,11 +43,11 @@ RSpec.describe Sluice::Admin::CoordinatorRetry do
 
   it "raises the coordinator's error once max_wait_timeout is over" do
     given = answer(described(code(:not_coordinator)))
-    started = Sluice::Clock.now
+    started = Sluice::Shared::Clock.now
     expect { admin.describe_group("billing") }.to raise_error(Sluice::Errors::AdminError) { |error|
       expect(error.code).to eq(:not_coordinator)
     }
     expect(given.size).to be > 2
-    expect(Sluice::Clock.now - started).to be < 1.0
+    expect(Sluice::Shared::Clock.now - started).to be < 1.0
   end
 end

@@ -9,8 +9,8 @@ RSpec.describe Sluice::Admin::Requests do
   # reaches a wait in progress instead of racing its start.
   def waiting(&block)
     thread = Thread.new(&block)
-    deadline = Sluice::Clock.now + 5
-    Thread.pass until thread.status == "sleep" || !thread.alive? || Sluice::Clock.now > deadline
+    deadline = Sluice::Shared::Clock.now + 5
+    Thread.pass until thread.status == "sleep" || !thread.alive? || Sluice::Shared::Clock.now > deadline
     expect(thread.status).to eq("sleep"), "the waiter never waited"
     thread
   end

@@ -24,7 +24,7 @@ RSpec.describe Sluice::Admin::Transport do
   end
   let(:authentication) { Sluice::KafkaError.new(Sluice::KafkaError.number_for(:authentication)) }
 
-  def monotonic = Sluice::Clock.now
+  def monotonic = Sluice::Shared::Clock.now
 
   # Refuses once `waiter` sleeps (in the requests' wait): a refusal reported during the wait, not before it.
   # Whether the waiter was waiting by then.
@@ -96,7 +96,7 @@ RSpec.describe Sluice::Admin::Transport do
       caller = Thread.current
       refuser = nil
       # Waiting out the grace takes it whole: anything under it told the two apart.
-      expect_within(Sluice::RefusableRead::GRACE, guards: "the grace a late result gets (#{Sluice::RefusableRead::GRACE} s)") do
+      expect_within(Sluice::Shared::RefusableRead::GRACE, guards: "the grace a late result gets (#{Sluice::Shared::RefusableRead::GRACE} s)") do
         expect { transport.request(:list_groups, nil) { refuser = Thread.new { refuse_once_waiting(caller) } and nil } }
           .to raise_error(Sluice::Errors::AuthenticationError) { |error| expect(error.kafka_error).to eq(authentication) }
       end
@@ -104,8 +104,8 @@ RSpec.describe Sluice::Admin::Transport do
     end
 
     it "raises AuthenticationError for a refusal reported before, once the result is late, not at the timeout" do
-      guards = "raising before the grace a late result gets (#{Sluice::RefusableRead::GRACE} s), or at the 10 s timeout"
-      expect_within(5, at_least: Sluice::RefusableRead::GRACE, guards: guards) do
+      guards = "raising before the grace a late result gets (#{Sluice::Shared::RefusableRead::GRACE} s), or at the 10 s timeout"
+      expect_within(5, at_least: Sluice::Shared::RefusableRead::GRACE, guards: guards) do
         expect { transport.request(:list_groups, nil) { nil } }.to raise_error(Sluice::Errors::AuthenticationError)
       end
     end

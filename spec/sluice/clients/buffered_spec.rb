@@ -57,7 +57,7 @@ RSpec.describe "Sluice::Clients::Buffered and Dummy" do
     report = producer.produce_sync(topic: "events", payload: "one")
     reports = producer.produce_many_sync([{ topic: "events", payload: "two" }, { topic: "events", payload: "three" }])
 
-    expect(report).to be_a(Sluice::DeliveryReport).and(have_attributes(topic: "events", partition: 0, offset: 0))
+    expect(report).to be_a(Sluice::Delivery::Report).and(have_attributes(topic: "events", partition: 0, offset: 0))
     expect(reports.map(&:offset)).to eq([1, 2])
     expect(producer.client.messages.map { |m| m[:payload] }).to eq(%w[one two three])
   end

@@ -7,7 +7,7 @@ require "sluice/testing"
 
 # Consumer::FiberPool, the workers of a concurrent each_message under a fiber
 # scheduler, and the ConditionVariable wait they and the reader use
-# (Blocking.wait), without a broker. Synchronised on queues.
+# (Shared::Blocking.wait), without a broker. Synchronised on queues.
 RSpec.describe Sluice::Consumer::FiberPool do
   # Async's scheduler plus the #raise(fiber, exception) of the schedulers
   # that switch fibers with Fiber#transfer (Async 2, io-event), recorded.
@@ -100,7 +100,7 @@ RSpec.describe Sluice::Consumer::FiberPool do
   end
 end
 
-RSpec.describe Sluice::Blocking, ".wait" do
+RSpec.describe Sluice::Shared::Blocking, ".wait" do
   it "under a scheduler, leaves the mutex locked when an exception ends the wait (Ruby 3.1 did not)" do
     stopped = Class.new(Exception) # rubocop:disable Lint/InheritException -- as Async::Stop and Workers::Stop are
     mutex = Mutex.new

@@ -165,8 +165,8 @@ RSpec.describe Sluice::Consumer::Inbox do
 
   it "ends a waiting read when stopped from another thread" do
     reader = Thread.new { inbox.reading { inbox.take(nil) } }
-    deadline = Sluice::Clock.now + 5
-    Thread.pass until reader.status == "sleep" || !reader.alive? || Sluice::Clock.now > deadline
+    deadline = Sluice::Shared::Clock.now + 5
+    Thread.pass until reader.status == "sleep" || !reader.alive? || Sluice::Shared::Clock.now > deadline
     inbox.stop
 
     expect(reader.join(5)).to be(reader) # ended, not still waiting

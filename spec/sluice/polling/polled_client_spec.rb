@@ -120,7 +120,7 @@ RSpec.describe Sluice::Polling::PolledClient do
     end
 
     it "names the first item that ran past it, when work is left" do
-      handle = Sluice::DeliveryHandle.new(notifier, "t", :label)
+      handle = Sluice::Delivery::Handle.new(notifier, "t", :label)
       native.batches << [handle, 0, 5, 0, *librdkafka_error(:fail)]
 
       expect(state.serve(0)).to be(true)
@@ -163,7 +163,7 @@ RSpec.describe Sluice::Polling::PolledClient do
   end
 
   describe "a failed delivery" do
-    let(:handle) { Sluice::DeliveryHandle.new(notifier, "t", :label) }
+    let(:handle) { Sluice::Delivery::Handle.new(notifier, "t", :label) }
 
     before { record("error.occurred", "message.purged") }
 

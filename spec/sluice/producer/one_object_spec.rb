@@ -41,7 +41,7 @@ RSpec.describe Sluice::Producer do
 
     mixins = described_class.ancestors.grep(Module).reject { |mod| mod.is_a?(Class) }.select { |mod| mod.name&.start_with?("Sluice::") }
 
-    expect(mixins).not_to be_empty # Tombstones and Clock: the check below has something to check
+    expect(mixins).not_to be_empty # Tombstones and Shared::Clock: the check below has something to check
     expect(mixins.flat_map { |mod| offenders(mod) }).to eq([])
   end
 end

@@ -8,7 +8,7 @@ module Sluice
       # and the wait itself, which a stop or a close ends.
       # @api private
       class Backoff
-        include Clock
+        include Shared::Clock
 
         # How often (s) a wait looks whether the read was stopped. A stop
         # (Consumer#stop, close) only sets a flag, from any thread or a signal
@@ -39,7 +39,7 @@ module Sluice
               left = deadline - now
               return true unless left.positive?
 
-              Blocking.wait(@never, @lock, [left, STOP_CHECK].min)
+              Shared::Blocking.wait(@never, @lock, [left, STOP_CHECK].min)
             end
           end
           false

@@ -108,7 +108,7 @@ module Sluice
         end
 
         def error_message(error)
-          text = Secrets.scrub(error.message.to_s, @kafka)
+          text = Shared::Secrets.scrub(error.message.to_s, @kafka)
           text.bytesize > MAX_ERROR_MESSAGE ? "#{text.byteslice(0, MAX_ERROR_MESSAGE).scrub("")}…" : text
         end
 

@@ -16,7 +16,7 @@ module Sluice
       # a one-at-a-time each_message directly.
       # @api private
       class RetryPauses
-        include Clock
+        include Shared::Clock
 
         # @param retry_topics [RetryTopics]
         # @param pause [#call] Consumer#pause(topic, partition)
@@ -30,7 +30,7 @@ module Sluice
           @rewind = rewind
           @instrument = instrument
           @shares = shares
-          @paused = {} # [topic, partition] => when it is due (Clock#now)
+          @paused = {} # [topic, partition] => when it is due (Shared::Clock#now)
         end
 
         # Takes the message back when it is not due (or when the shares do).

@@ -8,7 +8,7 @@ require_relative "../../setup"
 
 producer = make_producer(kafka: { "linger.ms": 300 })
 handle = producer.produce_async(topic: "sluice-spec-1p", payload: "teardown")
-Sluice::Shutdown.untrack(producer) # as if the exit hook had not got to it
+Sluice::Shared::Shutdown.untrack(producer) # as if the exit hook had not got to it
 ObjectSpace.define_finalizer(Object.new, proc do
   producer.close
   result("closed" => producer.closed?, "delivered" => !handle.pending? && handle.error.nil?)

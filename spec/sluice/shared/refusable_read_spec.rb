@@ -2,10 +2,10 @@
 
 # The slices of a blocking metadata read: what is asked again within the
 # caller's deadline, and what is returned at once.
-RSpec.describe Sluice::RefusableRead do
+RSpec.describe Sluice::Shared::RefusableRead do
   let(:transport) { Sluice::KafkaError.number_for(:transport) }
   let(:timed_out) { Sluice::KafkaError.number_for(:timed_out) }
-  let(:deadline) { Sluice::Clock.now + 10 }
+  let(:deadline) { Sluice::Shared::Clock.now + 10 }
   let(:no_refusal) { -> {} }
 
   def read(answers)

@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
-# Blocking.call under a fiber scheduler, without a broker: a call that may not
+# Shared::Blocking.call under a fiber scheduler, without a broker: a call that may not
 # be cut short (a transaction's) ends before its caller goes on, however many
 # times the caller's task is stopped (Fiber#raise ignores handle_interrupt).
-RSpec.describe Sluice::Blocking do
+RSpec.describe Sluice::Shared::Blocking do
   it "waits for a call that may not be cut short to end, through a second Task#stop", :async do
     inside = Queue.new
     leave = Queue.new

@@ -4,7 +4,7 @@
 # machine (:initial, :connected, :closing, :closed) and its events, the refusals of a closed client, a
 # close that is idempotent and runs its steps in order, and a connect that leaves nothing behind when it
 # fails. The integration specs reach these only with a broker, and never the failures.
-RSpec.describe Sluice::ClientLife do
+RSpec.describe Sluice::Shared::ClientLife do
   # A native admin that records what is done to it.
   native = Class.new do
     class << self
@@ -164,7 +164,7 @@ RSpec.describe Sluice::ClientLife do
 
   # One deadline per close (issue 53, item 1): what every wait of the close, on any thread, takes.
   it "keeps the first close's deadline, and caps each wait by what is left of it" do
-    life = Sluice::ClientLife.new(Object.new, kind: :admin, id: "deadline-1", monitor: nil, poller: poller, config: nil)
+    life = Sluice::Shared::ClientLife.new(Object.new, kind: :admin, id: "deadline-1", monitor: nil, poller: poller, config: nil)
     expect([life.deadline, life.wait_ms(500)]).to eq([nil, 500]) # no close: waits as asked
 
     deadline = life.begin_close(10_000)

@@ -3,7 +3,7 @@
 # The values sluice acts on, read as librdkafka reads them (rdkafka_conf.c,
 # rd_kafka_anyconf_set_prop). Each spelling here was checked against
 # rd_kafka_conf_set and rd_kafka_conf_get of the bundled librdkafka 2.14.2.
-RSpec.describe Sluice::KafkaProperty do
+RSpec.describe Sluice::Shared::KafkaProperty do
   def read(name, given) = described_class::ALL.fetch(name).read(given)
 
   def refused(name, given)

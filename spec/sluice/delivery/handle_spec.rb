@@ -2,16 +2,16 @@
 
 require "objspace"
 
-RSpec.describe Sluice::DeliveryHandle do
-  let(:notifier) { Sluice::DeliveryNotifier.new(1_000) }
+RSpec.describe Sluice::Delivery::Handle do
+  let(:notifier) { Sluice::Delivery::Notifier.new(1_000) }
 
   it "reads as a pending handle until resolved, then as its report" do
     handle = described_class.new(notifier, "events", nil)
 
     expect(handle).to be_pending
     expect(handle.to_h).to eq(topic: "events", partition: nil, offset: nil, error: nil, label: nil)
-    expect(handle.resolve(2, 41, 0).wait).to eq(Sluice::DeliveryReport.new("events", 2, 41, nil))
-    expect(handle.inspect).to eq('#<Sluice::DeliveryReport topic="events" partition=2 offset=41>')
+    expect(handle.resolve(2, 41, 0).wait).to eq(Sluice::Delivery::Report.new("events", 2, 41, nil))
+    expect(handle.inspect).to eq('#<Sluice::Delivery::Report topic="events" partition=2 offset=41>')
   end
 
   it "keeps its label and its error" do

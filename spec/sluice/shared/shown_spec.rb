@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-RSpec.describe Sluice::Shown do
+RSpec.describe Sluice::Shared::Shown do
   let(:data) do
     { topic: "t", headers: { "k" => ["v", nil] }, key: :sym, partition: 1, nil => 2.5,
       "a-b": 1, "c=": 2, "@iv": 3, "+": 4, "": 5, a?: 6, b!: 7, Const: 8, é: 9 }

@@ -20,7 +20,7 @@ module SecretsSpec
   end
 end
 
-RSpec.describe Sluice::Secrets do
+RSpec.describe Sluice::Shared::Secrets do
   secrets = { # the first three: what a client of this build takes (no libcurl: no OIDC client secret)
     "sasl.password" => "s3cret-sasl-password",
     "ssl.key.password" => "s3cret-key-password",

@@ -1,0 +1,8 @@
+# frozen_string_literal: true
+
+module Sluice
+  # The delivery path of a produced message: the handle produce_async returns, the report it resolves to, and
+  # the notifier that wakes who waits on it (the public names Sluice::DeliveryHandle and Sluice::DeliveryReport).
+  module Delivery
+  end
+end
