@@ -471,7 +471,8 @@ module Sluice
     # committed before they go. A failure is reported, and so is what it
     # leaves behind on the revoked partitions: their next owner reads those
     # messages again (at least once), or, with auto.offset.reset: latest and
-    # nothing committed yet, skips them.
+    # nothing committed yet, skips them; this member, given one back,
+    # resumes after them (LeftBehind).
     def commit_before_revoke(timeout_ms, revoked)
       return unless @config.auto_commit?
 
@@ -483,6 +484,7 @@ module Sluice
       error = KafkaError.new(code)
       instrument("error.occurred", type: "consumer.commit_error", error: error)
       left = left_behind(revoked, offsets)
+      @left_behind.remember(left.flat_map { |topic, by_partition| by_partition.map { |partition, offset| [topic, partition, offset] } })
       instrument("consumer.offsets_left_behind", partitions: left, error: error, lost: false) unless left.empty?
     end
 

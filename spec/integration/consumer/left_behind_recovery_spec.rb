@@ -1,0 +1,96 @@
+# frozen_string_literal: true
+
+require "logger"
+require "sluice/testing"
+
+# Issue 55 item 1: a member whose commit before a revoke failed, and which
+# gets the partition back, read it again from the last successful commit:
+# from 0 with auto.offset.reset: earliest and nothing committed yet, or from
+# the end with latest (what came meanwhile skipped). It resumes after what it
+# processed itself instead, unless the group committed further since.
+#
+# The mock cluster refuses the revocation's OffsetCommit on demand.
+absent = !Sluice::Testing::MockCluster.available? && "librdkafka #{Sluice.librdkafka_version} was linked without its mock cluster"
+RSpec.describe "Consumer: a partition given back after a failed commit resumes after what was processed (mock)", timeout: 60, skip: absent do
+  include Sluice::Testing::MockKafka
+
+  topic = "sluice-spec-left-behind"
+
+  def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  def consumer(events, reset)
+    consumer = Sluice::Consumer.new do |config|
+      config.kafka = mock_kafka.kafka("group.id": "left-behind", "auto.offset.reset": reset,
+                                      "auto.commit.interval.ms": 600_000, # only the revocation commits
+                                      "session.timeout.ms": 1_000, "heartbeat.interval.ms": 200) # the join after the unsubscribe waits for it
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+    end
+    %w[consumer.offsets_left_behind consumer.offsets_recovered].each do |name|
+      consumer.monitor.subscribe(name) { |event| events << [name, event.payload] }
+    end
+    consumer
+  end
+
+  def produce(topic, payloads)
+    producer = Sluice::Producer.new do |config|
+      config.kafka = mock_kafka.kafka
+      config.polling.mode = TestKafka::MODE
+      config.logger = Logger.new(nil)
+    end
+    payloads.map { |payload| producer.produce_sync(topic: topic, partition: 0, payload: payload).offset }
+  ensure
+    producer&.close
+  end
+
+  # The first message read within seconds, or nil.
+  def first_message(consumer, seconds)
+    deadline = now + seconds
+    while now < deadline
+      message = consumer.poll(100)
+      return message if message
+    end
+    nil
+  end
+
+  # m0..m2 processed and stored, their commit refused as the partition is
+  # revoked; m3..m5 produced while this member has no partition.
+  # @return [Integer] the offset of m3
+  def leave_three_behind(member, topic)
+    member.subscribe(topic)
+    nil until produce(topic, %w[w]) && first_message(member, 1) # assigned, its position known (latest: the end)
+    produce(topic, %w[m0 m1 m2])
+    member.each_message { |message| member.stop if message.payload == "m2" }
+    # Ours, and librdkafka's own as it unassigns (enable.auto.commit), are refused.
+    mock_kafka.inject_errors(:offset_commit, :illegal_generation, count: 5)
+    member.unsubscribe
+    deadline = now + 10
+    member.poll(100) until member.assignment.empty? || now > deadline # the revocation is answered by a read
+    mock_kafka.clear_errors(:offset_commit)
+    produce(topic, %w[m3 m4 m5]).first
+  end
+
+  before do
+    mock_kafka.group_initial_rebalance_delay_ms = 0 if Sluice::Native::MockCluster.method_defined?(:group_initial_rebalance_delay_ms)
+    mock_kafka.create_topic(topic)
+  end
+
+  %w[earliest latest].each do |reset|
+    it "resumes at the offset its failed commit carried (auto.offset.reset: #{reset}), commits it and reports it" do
+      events = Queue.new
+      member = consumer(events, reset)
+      resumed = leave_three_behind(member, topic)
+      member.subscribe(topic)
+
+      expect(first_message(member, 10)&.payload).to eq("m3")
+      seen = Array.new(events.size) { events.pop }
+      expect(seen).to include(["consumer.offsets_recovered", hash_including(partitions: { topic => { 0 => resumed } })])
+      deadline = now + 5 # committed under the new generation (asynchronously), before anything else is processed
+      landed = -> { member.committed == { topic => { 0 => resumed } } || now > deadline }
+      member.poll(50) until landed.call
+      expect(member.committed).to eq(topic => { 0 => resumed })
+    ensure
+      member&.close
+    end
+  end
+end
