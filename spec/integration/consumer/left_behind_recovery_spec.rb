@@ -18,9 +18,9 @@ RSpec.describe "Consumer: a partition given back after a failed commit resumes a
 
   def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-  def consumer(events, reset)
+  def consumer(events, reset, assignor = "range,roundrobin")
     consumer = Sluice::Consumer.new do |config|
-      config.kafka = mock_kafka.kafka("group.id": "left-behind", "auto.offset.reset": reset,
+      config.kafka = mock_kafka.kafka("group.id": "left-behind", "auto.offset.reset": reset, "partition.assignment.strategy": assignor,
                                       "auto.commit.interval.ms": 600_000, # only the revocation commits
                                       "session.timeout.ms": 1_000, "heartbeat.interval.ms": 200) # the join after the unsubscribe waits for it
       config.polling.mode = TestKafka::MODE
@@ -75,10 +75,10 @@ RSpec.describe "Consumer: a partition given back after a failed commit resumes a
     mock_kafka.create_topic(topic)
   end
 
-  %w[earliest latest].each do |reset|
-    it "resumes at the offset its failed commit carried (auto.offset.reset: #{reset}), commits it and reports it" do
+  [%w[earliest range], %w[latest range], %w[earliest cooperative-sticky]].each do |reset, assignor|
+    it "resumes at the offset its failed commit carried (auto.offset.reset: #{reset}, #{assignor}), commits it and reports it" do
       events = Queue.new
-      member = consumer(events, reset)
+      member = consumer(events, reset, assignor)
       resumed = leave_three_behind(member, topic)
       member.subscribe(topic)
 
@@ -92,5 +92,24 @@ RSpec.describe "Consumer: a partition given back after a failed commit resumes a
     ensure
       member&.close
     end
+  end
+
+  it "starts where another member committed since, when that is further" do
+    events = Queue.new
+    member = consumer(events, "earliest")
+    resumed = leave_three_behind(member, topic)
+    other = consumer(Queue.new, "earliest")
+    other.subscribe(topic)
+    nil until first_message(other, 1)&.payload == "m4"
+    other.commit(topic => { 0 => resumed + 2 })
+    other.close
+    member.subscribe(topic)
+
+    expect(first_message(member, 10)&.payload).to eq("m5")
+    seen = Array.new(events.size) { events.pop }
+    expect(seen).to include(["consumer.offsets_recovered", hash_including(partitions: { topic => { 0 => resumed + 2 } })])
+  ensure
+    other&.close
+    member&.close
   end
 end
