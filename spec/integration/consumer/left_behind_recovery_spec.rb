@@ -112,4 +112,25 @@ RSpec.describe "Consumer: a partition given back after a failed commit resumes a
     other&.close
     member&.close
   end
+
+  it "resumes after what it stored when its assignment was lost (no commit could be made)" do
+    skip "KIP-848's heartbeat is another request" if GroupProtocol.consumer?
+
+    events = Queue.new
+    member = consumer(events, "earliest")
+    member.subscribe(topic)
+    nil until produce(topic, %w[w]) && first_message(member, 1)
+    produce(topic, %w[m0 m1 m2])
+    member.each_message { |message| member.stop if message.payload == "m2" }
+    resumed = produce(topic, %w[m3]).first
+    # The coordinator no longer knows this member: its assignment is lost, revoked without a commit.
+    mock_kafka.inject_errors(:heartbeat, :unknown_member_id)
+
+    expect(first_message(member, 10)&.payload).to eq("m3")
+    seen = Array.new(events.size) { events.pop }
+    expect(seen).to include(["consumer.offsets_left_behind", hash_including(lost: true, partitions: { topic => { 0 => resumed } })],
+                            ["consumer.offsets_recovered", hash_including(partitions: { topic => { 0 => resumed } })])
+  ensure
+    member&.close
+  end
 end
