@@ -33,16 +33,18 @@ module SpecAxes
       sluice/selector_spec.rb sluice/selector_interrupt_spec.rb
       integration/polling/*_spec.rb integration/lifecycle/*_spec.rb integration/fork/*_spec.rb
     ] + ROUND_TRIP,
-    # What talks Kafka's protocol, for another librdkafka (the system's) or another broker (Kafka 4, classic
+    # What talks Kafka's protocol, for another librdkafka (the system's, 2.15.0) or another broker (Kafka 4, classic
     # groups): producing, idempotence and transactions, consumer groups and offsets, the admin, authentication,
     # and librdkafka's statistics. Not the Ruby-only machinery (pollers, lifecycles, forks, parallel reads, the
     # test doubles, the CLI and docs, which reach librdkafka only through the clients whose specs run here).
+    # The share consumer's need Kafka 4.2+ (bin/test-kafka4's 4.4.0) and librdkafka 2.15.0: they skip elsewhere.
     protocol: %w[
       integration/producer/*_spec.rb integration/admin/*_spec.rb integration/oauth/*_spec.rb
       integration/consumer/{consumer,authentication,close_bounds,close_broker_down,close_after_rebalance}_spec.rb
       integration/consumer/{groups,group_protocol,interrupted_reads,offset_fetch_retry,poll_store,positions}_spec.rb
       integration/consumer/{close_deadline,finished_above,revoke_commit_failure,left_behind_recovery}_spec.rb
       integration/instrumentation/instrumentation_spec.rb integration/testing/mock_cluster_spec.rb
+      integration/share_consumer/*_spec.rb
     ],
     # Another Debian and Ruby (bin/test-root): the build, the unit specs, the fiber scheduler (the Ruby's), a
     # round trip; the CLI and docs on the newest Ruby only (bin/test-root adds them for sid).

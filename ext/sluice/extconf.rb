@@ -11,6 +11,8 @@ require_relative "librdkafka_recipe"
 # (>= 2.0), found through pkg-config.
 #
 #   SLUICE_USE_SYSTEM_LIBRDKAFKA=1  the system's librdkafka (gem install sluice -- --use-system-librdkafka)
+#   SLUICE_LIBRDKAFKA_VERSION=V     another pinned release (Sluice::LIBRDKAFKA_OPT_IN: 2.15.0), cached beside the default's
+#   SLUICE_SHARED_SOURCES=DIR       where else to look for the archives (default: ../shared/sources beside the checkout)
 #   SLUICE_LIBRDKAFKA_ARCHIVE=PATH  the release archive to build from (offline installs); checked by SHA-256
 #   SLUICE_LIBRDKAFKA_URL=URL       where to download it from (a mirror; default: the GitHub release, then Debian's); checked too
 #   SLUICE_{ZLIB,ZSTD,OPENSSL,KRB5,CYRUS_SASL}_ARCHIVE=PATH, ..._URL=URL  the same for librdkafka's dependencies
@@ -72,16 +74,20 @@ def librdkafka_cache
   File.exist?(cache) ? File.realpath(cache) : cache
 end
 
+# Sources no registry serves, beside a checkout on this project's machines (../shared/sources: librdkafka
+# 2.15.0's tag archive); verified like any archive found or downloaded.
+SHARED_SOURCES = ENV.fetch("SLUICE_SHARED_SOURCES", File.expand_path("../shared/sources", ROOT))
+
 def bundled_librdkafka
   cache = librdkafka_cache
-  build = SluiceBuild::Librdkafka.new(cache_root: cache, archive_dirs: [File.join(cache, "archives")]).build
+  build = SluiceBuild::Librdkafka.new(cache_root: cache, archive_dirs: [File.join(cache, "archives"), SHARED_SOURCES]).build
   # An installed gem (no checkout around it: no .git, no Rakefile) needs none
   # of the build once the extension is linked: `make install` removes it.
   $sluice_prune = cache if !ENV.key?("SLUICE_LIBRDKAFKA_CACHE") && %w[.git Rakefile].none? { |name| File.exist?(File.join(ROOT, name)) }
   $INCFLAGS << " -isystem #{Shellwords.escape(build.include_dir)}"
   $LOCAL_LIBS << " #{Shellwords.escape(build.archive)} #{build.libs}"
   $LDFLAGS << " -Wl,--exclude-libs,ALL" if RbConfig::CONFIG["host_os"].include?("linux")
-  message "sluice: librdkafka #{SluiceBuild::Librdkafka::VERSION} linked in with #{build.dependencies.join(", ")}, " \
+  message "sluice: librdkafka #{build.version} linked in with #{build.dependencies.join(", ")}, " \
           "built with #{build.built_with.join(" ")}\n"
 rescue SluiceBuild::Error => e
   fail_build e.message
@@ -119,9 +125,8 @@ version = header_version && [24, 16, 8].map { |shift| (header_version >> shift) 
 unless header_version && header_version >= 0x020000ff
   fail_build "librdkafka >= 2.0 required, found #{version || "an unknown version"}: #{INSTALL_HINT}"
 end
-if !SYSTEM_LIBRDKAFKA && version != SluiceBuild::Librdkafka::VERSION
-  fail_build "the bundled build wanted librdkafka #{SluiceBuild::Librdkafka::VERSION}, its headers say #{version}"
-end
+wanted = SYSTEM_LIBRDKAFKA || SluiceBuild::Librdkafka.pin.version
+fail_build "the bundled build wanted librdkafka #{wanted}, its headers say #{version}" if !SYSTEM_LIBRDKAFKA && version != wanted
 message "sluice: librdkafka #{version} headers (#{SYSTEM_LIBRDKAFKA ? "the system's" : "bundled"})\n"
 
 $defs << "-DSLUICE_SELECTOR_#{selector.upcase}"

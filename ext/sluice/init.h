@@ -18,6 +18,7 @@ VALUE sluice_init_produce(VALUE cClient);       /* produce.c: defines and return
 void sluice_init_transactions(VALUE cProducer); /* transactions.c */
 VALUE sluice_init_consumer(VALUE cClient);      /* consumer.c: defines and returns Native::Consumer */
 void sluice_init_consume(VALUE cConsumer);      /* consume.c: its queue's methods; Native::Handoff; Sluice::Message */
+void sluice_init_share_consumer(void);         /* share_consumer.c: Native::ShareConsumer (librdkafka 2.15.0 on) */
 void sluice_init_selector(void);                /* selector.c: Native::Selector */
 void sluice_init_test_hooks(void);              /* test_hooks.c: Native::TestHooks */
 void sluice_init_mock_cluster(void);            /* mock_cluster.c: Native::MockCluster (where librdkafka has its mock) */

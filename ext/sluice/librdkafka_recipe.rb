@@ -14,10 +14,12 @@ module SluiceBuild
   # checked against its pinned SHA-256 before anything is unpacked; every
   # build is kept in the cache under cache_root, keyed by version and
   # options (librdkafka's by its dependencies' too), so a second extconf run
-  # builds nothing.
+  # builds nothing. SLUICE_LIBRDKAFKA_VERSION picks another pinned release
+  # (Sluice::LIBRDKAFKA_OPT_IN), kept in the cache beside the default's.
   class Librdkafka
     PIN = Pin.new(name: "librdkafka", title: "librdkafka", **Sluice::LIBRDKAFKA)
     VERSION = PIN.version
+    VERSION_ENV = "SLUICE_LIBRDKAFKA_VERSION"
 
     # Features built in: the compressions, SSL, SASL PLAIN/SCRAM/OAUTHBEARER.
     # No libcurl (OIDC token fetching), the bundled lz4. GSSAPI (Kerberos)
@@ -30,8 +32,29 @@ module SluiceBuild
     GSSAPI = { "" => [], "0" => %w[--disable-gssapi], "1" => %w[--enable-gssapi], "static" => %w[--enable-gssapi] }.freeze
 
     # Changes to librdkafka's source, applied in name order before configure
-    # (each says why in its header; each belongs upstream).
-    PATCHES = Dir[File.join(__dir__, "patches", "librdkafka", "*.patch")].sort.freeze
+    # (each says why in its header; each belongs upstream): patches/librdkafka/
+    # for the pinned release; another release's own versions of those it
+    # needed ported are in patches/librdkafka-<version>/, under the same names.
+    PATCHES = File.join(__dir__, "patches")
+
+    # @return [Pin] the release SLUICE_LIBRDKAFKA_VERSION names, else the pinned one
+    # @raise [Error] for a release that is not pinned
+    def self.pin(version = ENV.fetch(VERSION_ENV, ""))
+      return PIN if version.empty? || version == VERSION
+
+      pinned = Sluice::LIBRDKAFKA_OPT_IN.fetch(version) do
+        raise Error, "#{VERSION_ENV}=#{version}: not a pinned release (#{[VERSION, *Sluice::LIBRDKAFKA_OPT_IN.keys].join(", ")})"
+      end
+      Pin.new(name: "librdkafka", title: "librdkafka", **pinned)
+    end
+
+    # @return [Array<String>] the patch files for the release, in the order they apply
+    def self.patches(version)
+      own = Dir[File.join(PATCHES, "librdkafka-#{version}", "*.patch")]
+      names = own.map { |path| File.basename(path) }
+      (Dir[File.join(PATCHES, "librdkafka", "*.patch")].reject { |path| names.include?(File.basename(path)) } + own)
+        .sort_by { |path| File.basename(path) }
+    end
 
     # Only what the extension links stays: librdkafka.a, its headers, and
     # what its configure decided (Makefile.config, config.log). The shared library, the
@@ -40,7 +63,7 @@ module SluiceBuild
     KEEP = %w[lib/librdkafka.a include/librdkafka/rdkafka.h include/librdkafka/*.h sluice-Makefile.config sluice-config.log].freeze
     NEEDS = "a C compiler and make"
 
-    Result = Struct.new(:include_dir, :archive, :libs, :built_with, :dependencies, keyword_init: true)
+    Result = Struct.new(:version, :include_dir, :archive, :libs, :built_with, :dependencies, keyword_init: true)
 
     # @param cache_root [String] where builds and downloaded archives are kept
     # @param archive_dirs [Array<String>] where to look for archives before downloading
@@ -54,14 +77,16 @@ module SluiceBuild
     # @return [Result]
     # @raise [Error] with what to do about it
     def build
-      configure_options # refuses an unknown GSSAPI setting before anything is downloaded or built
+      configure_options # refuses an unknown GSSAPI setting or release before anything is downloaded or built
+      pin = self.class.pin
       dependencies = Dependencies.new(cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, target: @target,
                                       gssapi: ENV.fetch(GSSAPI_ENV, "") == "static")
-      own = CachedBuild.new(PIN, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: steps, keep: KEEP, needs: NEEDS,
-                                 env: dependencies.configure_env.merge(@target.tools_env), patches: PATCHES, key: [ENV.fetch("CFLAGS", "")])
+      own = CachedBuild.new(pin, cache_root: @cache_root, archive_dirs: @archive_dirs, log: @log, steps: steps, keep: KEEP, needs: NEEDS,
+                                 env: dependencies.configure_env.merge(@target.tools_env), patches: self.class.patches(pin.version),
+                                 key: [ENV.fetch("CFLAGS", "")])
       [own, *dependencies.builds].each(&:archive) # every archive at hand before any build starts
       dependencies.builds.each(&:build)
-      result(own.build, dependencies)
+      result(pin.version, own.build, dependencies)
     end
 
     private
@@ -93,16 +118,16 @@ module SluiceBuild
     # What to link: librdkafka.a, then its dependencies as its configure
     # resolved them: the archives built for it, which it must have taken
     # (else the build is not used, and the next one builds again).
-    def result(prefix, dependencies)
+    def result(version, prefix, dependencies)
       config = File.read(File.join(prefix, "sluice-Makefile.config"))
       libs = config[/^LIBS\+?=\s*(.*)$/, 1].to_s.strip
       missing = dependencies.archives.values - libs.split
       unless missing.empty?
         FileUtils.rm_f(File.join(prefix, CachedBuild::DONE))
-        raise Error, "librdkafka #{VERSION}'s configure did not take #{missing.join(", ")} (it links: #{libs}); " \
+        raise Error, "librdkafka #{version}'s configure did not take #{missing.join(", ")} (it links: #{libs}); " \
                      "why is in #{File.join(prefix, "sluice-config.log")}"
       end
-      Result.new(include_dir: File.join(prefix, "include"), archive: File.join(prefix, "lib", "librdkafka.a"), libs: libs,
+      Result.new(version: version, include_dir: File.join(prefix, "include"), archive: File.join(prefix, "lib", "librdkafka.a"), libs: libs,
                  built_with: config[/^BUILT_WITH\+?=\s*(.*)$/, 1].to_s.split, dependencies: dependencies.labels)
     end
   end

@@ -598,7 +598,7 @@ static rd_kafka_error_t *produce_record(client_t *c, rd_kafka_topic_t *rkt, cons
  * number is pushed to empties. Returns the offset and line number of the
  * record it stopped at, the messages enqueued, and librdkafka's code when it
  * refused that record. The record walk only: what to send, how to wait for a
- * full queue and what a refusal means are Ruby's (producer/lines.rb,
+ * full queue and what a refusal means are Ruby's (producer/enqueuer.rb,
  * cli/commands/produce.rb). Reports go to #line_reports.
  */
 static VALUE client_produce_lines(int argc, VALUE *argv, VALUE self) {

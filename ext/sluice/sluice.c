@@ -75,6 +75,7 @@ void Init_sluice_ext(void) {
     sluice_init_transactions(cProducer);
     VALUE cConsumer = sluice_init_consumer(cClient);
     sluice_init_consume(cConsumer);
+    sluice_init_share_consumer();
     sluice_init_selector();
     sluice_init_test_hooks();
     sluice_init_mock_cluster();

@@ -22,8 +22,9 @@ module Sluice
 
     RESOURCE_TOPIC = 2 # rd_kafka_ResourceType_t
     RESOURCE_BROKER = 4
+    RESOURCE_GROUP = 3 # a group's own settings (Kafka 4: share.auto.offset.reset of a share group)
     # rd_kafka_ConfigSource_t of settings made on the resource itself (what AlterConfigs replaces)
-    DYNAMIC_SOURCE = { RESOURCE_TOPIC => 1, RESOURCE_BROKER => 2 }.freeze
+    DYNAMIC_SOURCE = { RESOURCE_TOPIC => 1, RESOURCE_BROKER => 2, RESOURCE_GROUP => 8 }.freeze
     TIMED_OUT = KafkaError.number_for(:timed_out)
     # librdkafka's "Local: Unknown partition" (see #watermark_offsets).
     UNKNOWN_PARTITION = KafkaError.number_for(:unknown_partition)
@@ -135,36 +136,39 @@ module Sluice
     # @return [Hash] { cluster_id:, controller_id:, brokers: [{ id:, host:, port: }] }
     def cluster = describe_all(:cluster, nil).slice(:cluster_id, :controller_id, :brokers)
 
-    # Every setting of a topic or broker: { name => value } (a sensitive value is nil).
-    # @param topic [String, Symbol, nil] a topic's settings (give topic: or broker:)
+    # Every setting of a topic, broker or group: { name => value } (a sensitive value is nil).
+    # @param topic [String, Symbol, nil] a topic's settings (give one of topic:, broker: or group:)
     # @param broker [Integer, nil] a broker's settings, by id
+    # @param group [String, nil] a group's settings (Kafka 4, e.g. a share group's share.auto.offset.reset)
     # @return [Hash{String => String, nil}]
-    # @raise [ArgumentError] neither or both of topic: and broker:
+    # @raise [ArgumentError] none or more than one of topic:, broker: and group:
     # @raise [Errors::AdminError] the broker refused (Errors::UnknownTopicError for a missing topic)
     # @example
     #   admin.describe_configs(topic: "events")["retention.ms"] # => "604800000"
     #   admin.describe_configs(broker: 1)
-    def describe_configs(topic: nil, broker: nil)
-      type, name = resource(topic, broker)
+    def describe_configs(topic: nil, broker: nil, group: nil)
+      type, name = resource(topic, broker, group)
       config_entries(type, name).to_h { |entry| entry.first(2) }
     end
 
-    # Sets and deletes settings of a topic or broker, leaving the others as they are.
+    # Sets and deletes settings of a topic, broker or group, leaving the others as they are.
     # Returns once describe_configs shows the change (the broker answering it
     # applies the controller's record a few milliseconds after the alter returns).
     # (Before librdkafka 2.2, which has no IncrementalAlterConfigs, the settings
     # made on the resource are read, changed and written back whole.)
-    # @param topic [String, Symbol, nil] a topic's settings (give topic: or broker:)
+    # @param topic [String, Symbol, nil] a topic's settings (give one of topic:, broker: or group:)
     # @param broker [Integer, nil] a broker's settings, by id
+    # @param group [String, nil] a group's settings (Kafka 4), e.g. a share group's
+    #   "share.auto.offset.reset" => "earliest": without it the group starts at the latest offset
     # @param set [Hash] settings to set, name => value
     # @param delete [Array<String, Symbol>] settings to delete (back to their default)
     # @return [nil]
-    # @raise [ArgumentError] neither or both of topic: and broker:, or malformed settings (a NUL byte in one)
+    # @raise [ArgumentError] none or more than one of topic:, broker: and group:, or malformed settings (a NUL byte in one)
     # @raise [Errors::InvalidAdminRequestError] the broker refused a setting
     # @example
     #   admin.alter_configs(topic: "events", set: { "retention.ms" => "3600000" }, delete: ["cleanup.policy"])
-    def alter_configs(topic: nil, broker: nil, set: {}, delete: [])
-      type, name = resource(topic, broker)
+    def alter_configs(topic: nil, broker: nil, group: nil, set: {}, delete: [])
+      type, name = resource(topic, broker, group)
       set = settings(set, "set")
       delete = setting_names(delete)
       check_items!(:alter_configs, name, INCREMENTAL ? alter_incrementally(type, name, set, delete) : alter_whole(type, name, set, delete))
@@ -289,9 +293,10 @@ module Sluice
       { partition: partition, leader: leader, replicas: replicas, isr: isr }
     end
 
-    def resource(topic, broker)
-      raise ArgumentError, "give one of topic: or broker:" unless topic.nil? ^ broker.nil?
+    def resource(topic, broker, group = nil)
+      raise ArgumentError, "give one of topic:, broker: or group:" unless [topic, broker, group].compact.size == 1
       return [RESOURCE_TOPIC, topic_name(topic)] if topic
+      return [RESOURCE_GROUP, group_id(group)] if group
       raise ArgumentError, "broker: takes a broker id (Integer from 0 to #{INT32_MAX}), got #{broker.inspect}" unless
         broker.is_a?(Integer) && !broker.negative? && broker <= INT32_MAX
 

@@ -15,6 +15,7 @@ require_relative "cli/time_argument"
 require_relative "cli/message_format"
 require_relative "cli/input_line"
 require_relative "cli/input_reader"
+require_relative "cli/produce_report"
 require_relative "cli/deliveries"
 require_relative "cli/line_deliveries"
 require_relative "cli/table"
@@ -28,6 +29,7 @@ require_relative "cli/commands/produce"
 require_relative "cli/commands/tail"
 require_relative "cli/commands/offsets"
 require_relative "cli/commands/bench"
+require_relative "cli/commands/dlq"
 
 module Sluice
   # `sluice`, the command line (exe/sluice): topics, groups and messages from a
@@ -44,7 +46,8 @@ module Sluice
     COMMANDS = {
       "topics" => Commands::Topics, "describe" => Commands::Describe, "create" => Commands::Create,
       "produce" => Commands::Produce, "tail" => Commands::Tail, "groups" => Commands::Groups,
-      "lag" => Commands::Lag, "reset" => Commands::Reset, "offsets" => Commands::Offsets, "bench" => Commands::Bench
+      "lag" => Commands::Lag, "reset" => Commands::Reset, "offsets" => Commands::Offsets, "bench" => Commands::Bench,
+      "dlq" => Commands::Dlq
     }.freeze
 
     # Exit codes: done, and a usage error.

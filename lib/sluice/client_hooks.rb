@@ -1,10 +1,11 @@
 # frozen_string_literal: true
 
 module Sluice
-  # What every kind of client (Producer, Consumer, Admin) shows of its life,
-  # and the hooks its ClientLife calls. The life itself (status, lock,
-  # connect and disconnect, Shutdown tracking, the close paths) is the
-  # ClientLife object in @life, built by #configure; this module only reads
+  # What a Consumer and an Admin show of their life, and the hooks their
+  # ClientLife calls (a Producer has its own, on its own class). The life
+  # itself (status, lock, settings, native client, connect and disconnect,
+  # Shutdown tracking, the close paths) is the ClientLife object in @life,
+  # built by #configure; this module only reads
   # it, answers the OAUTHBEARER refreshes through it, and gives the default
   # hooks: which native client a kind builds (#native_class), what it
   # attaches before and after registration (#attach, #connected), what it
@@ -14,7 +15,7 @@ module Sluice
     # The notifier of clients without delivery handles (consumers, admins).
     NO_WAITERS = Object.new.tap { |o| o.define_singleton_method(:notify) { nil } }.freeze
 
-    # The settings (frozen; a producer's reload may replace them), the id and the monitor.
+    # The settings (frozen), the id and the monitor.
     attr_reader :id, :config, :monitor
 
     # @return [Symbol] :initial (no native client yet), :connected, :closing
@@ -40,8 +41,7 @@ module Sluice
     #     event[:bearer].oauthbearer_set_token(token: token.value, lifetime_ms: token.expires_at_ms, principal_name: "svc")
     #   end
     def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
-      error = @life.token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
-      raise KafkaError.new(*error) if error
+      @life.answer_token(token, lifetime_ms, principal_name, extensions)
     end
 
     # Answers an `oauthbearer.token_refresh` event with a failure: librdkafka
@@ -49,10 +49,7 @@ module Sluice
     # @param reason [#to_s] what went wrong, for librdkafka's log and error report
     # @return [nil]
     # @raise [Errors::ProducerClosedError, Errors::ConsumerClosedError, Errors::AdminClosedError] the client is closed
-    def oauthbearer_set_token_failure(reason)
-      @life.token_state.oauthbearer_set_token_failure(reason.to_s)
-      nil
-    end
+    def oauthbearer_set_token_failure(reason) = @life.answer_token_failure(reason)
 
     # Shutdown's at_exit hook.
     # @api private
@@ -65,11 +62,11 @@ module Sluice
     # (validated and frozen first): id, monitor, poller, and its life.
     def configure(config)
       yield config if block_given?
-      @config = config.validate!.freeze
-      @id = @config.id
-      @monitor = @config.monitor || Monitor.new(logger: @config.logger)
-      @poller = @config.polling.mode == :thread ? Polling::PollThread.new : (@config.polling.poller || Polling::Poller.instance)
-      @life = ClientLife.new(self, kind: kind, id: @id, monitor: @monitor, poller: @poller)
+      @life = ClientLife.for(self, config.validate!.freeze, kind: kind)
+      @config = @life.config
+      @id = @life.id
+      @monitor = @life.monitor
+      @poller = @life.poller
     end
 
     # Hooks of each kind, with what most kinds do (ClientLife calls them).
@@ -80,10 +77,12 @@ module Sluice
     # Before the poller registers the state (its first poll may follow at once).
     def attach(_client, _state) = nil
 
-    # After registration: what the kind keeps of its client.
+    # After registration: what the kind keeps of its client (a consumer's
+    # and an admin's are never replaced); yields when the client may be used.
     def connected(client, state)
       @client = client
       @state = state
+      yield
     end
 
     # First thing disconnect does, before polling stops.

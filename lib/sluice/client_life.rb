@@ -2,11 +2,13 @@
 
 module Sluice
   # The life of one client (Producer, Consumer or Admin), as an object of its
-  # own: the only holder of its status and of its lifecycle lock. It connects
-  # and disconnects the native client (registered with the poller through a
-  # Polling::PolledClient), tracks the client in Shutdown until it is closed,
-  # and runs the close paths every kind shares: the close under the lock, the
-  # close a signal handler starts on a thread of its own. One state machine:
+  # own: the only holder of its status, its lifecycle lock, its settings (a
+  # producer's reload may replace them), its native client and that client's
+  # poll state (Polling::PolledClient), and the deadline of its close. It
+  # connects and disconnects the native client, tracks the client in Shutdown
+  # until it is closed, and runs the close paths every kind shares: the close
+  # under the lock, the close a signal handler starts on a thread of its own.
+  # One state machine:
   #
   #   :initial --connect--> :connected --close--> :closing --> :closed
   #
@@ -15,7 +17,8 @@ module Sluice
   #
   # The client is the hooks receiver (ClientHooks has the defaults): which
   # native client it builds (#native_class), what it attaches before and
-  # after registration (#attach, #connected), what it releases first when
+  # after registration (#attach, #connected: it yields when the new native
+  # client may be used, and #client returns it from then), what it releases first when
   # disconnecting (#detach), what PolledClient.new takes besides the common
   # settings (#polled_options) and the error of a closed client
   # (#closed_error). The hooks are the client's private methods: called with
@@ -33,13 +36,30 @@ module Sluice
     # reads as the one before or the one after.
     attr_reader :status
 
+    # The client's id, monitor, poller and settings (#reconfigure replaces them).
+    attr_reader :id, :monitor, :poller, :config
+
+    # The native client in use and its poll state (Polling::PolledClient): nil
+    # before the first #connect; a reload's #connect replaces both.
+    attr_reader :client, :state
+
+    # The life of a client with these settings (validated and frozen): its
+    # monitor is the settings' one or a new one, its poller the shared one or,
+    # in :thread mode, a thread of its own.
+    def self.for(owner, config, kind:)
+      monitor = config.monitor || Monitor.new(logger: config.logger)
+      poller = config.polling.mode == :thread ? Polling::PollThread.new : (config.polling.poller || Polling::Poller.instance)
+      new(owner, kind: kind, id: config.id, monitor: monitor, poller: poller, config: config)
+    end
+
     # @param owner [Producer, Consumer, Admin] the client: hooks receiver, Shutdown's entry, the token's bearer
-    def initialize(owner, kind:, id:, monitor:, poller:)
+    def initialize(owner, kind:, id:, monitor:, poller:, config:)
       @owner = owner
       @kind = kind
       @id = id
       @monitor = monitor
       @poller = poller
+      @config = config
       @lock = Mutex.new
       @status = :initial
     end
@@ -83,16 +103,19 @@ module Sluice
       Shutdown.track(@owner)
     end
 
-    # Builds the native client and registers it with the poller; nothing
-    # native is left behind when that fails or is interrupted.
+    # The settings the next #connect builds a client with (a producer's reload).
+    def reconfigure(config) = @config = config
+
+    # Builds the native client from #config and registers it with the poller;
+    # nothing native is left behind when that fails or is interrupted.
     def connect
-      config = @owner.config
+      config = @config
       client = Secrets.scrubbing(config.kafka) { hook(:native_class).new(config.kafka_pairs) }
       state = polled_client(config, client)
       @token_state = state # before register: the first token refresh may be answered inside it
       hook(:attach, client, state)
       @poller.register(state)
-      hook(:connected, client, state)
+      hook(:connected, client, state) { publish(client, state) }
       @status = :connected
       instrument("connected")
     rescue Exception # rubocop:disable Lint/RescueException -- interrupted too: nothing native may leak
@@ -102,14 +125,17 @@ module Sluice
     end
 
     # Stops polling the client and destroys it; runs to the end whatever
-    # interrupt arrives meanwhile.
+    # interrupt arrives meanwhile. The block (after the destroy) gets the
+    # client and its poll state.
     # @param destroy_args what the native #destroy takes (a consumer's timeout)
-    def disconnect(state, client, *destroy_args)
+    def disconnect(*destroy_args)
+      client = @client
+      state = @state
       Thread.handle_interrupt(Object => :never) do
         hook(:detach)
         @poller.unregister(state)
         Blocking.call(interruptible: false) { client.destroy(*destroy_args).tap { @destroyed = true } }
-        yield if block_given?
+        yield(client, state) if block_given?
       end
     end
 
@@ -192,17 +218,35 @@ module Sluice
     end
     alias forgotten! lost!
 
-    # The poll state that answers token refreshes: the newest one, even while
-    # connect has not finished (the first refresh may come inside it).
+    # The client's answer to an `oauthbearer.token_refresh` event (see
+    # ClientHooks#oauthbearer_set_token): given to the newest poll state, even
+    # while connect has not finished (the first refresh may come inside it).
+    def answer_token(token, lifetime_ms, principal_name, extensions)
+      error = token_state.oauthbearer_set_token(token, lifetime_ms, principal_name, extensions.flat_map { |k, v| [k.to_s, v.to_s] })
+      raise KafkaError.new(*error) if error
+    end
+
+    # (see ClientHooks#oauthbearer_set_token_failure)
+    def answer_token_failure(reason)
+      token_state.oauthbearer_set_token_failure(reason.to_s)
+      nil
+    end
+
+    private
+
     def token_state
       raise hook(:closed_error), "#{@kind} #{@id} is closed" if closed?
 
       @token_state
     end
 
-    private
+    # Under the connected hook's lock, if it has one (a producer's topic settings must reach the new client first).
+    def publish(client, state)
+      @client = client
+      @state = state
+    end
 
-    def hook(name, *args) = @owner.__send__(name, *args)
+    def hook(name, *args, &) = @owner.__send__(name, *args, &)
 
     def polled_client(config, client)
       Polling::PolledClient.new(kind: @kind, client_id: @id, client: client, monitor: @monitor, logger: config.logger,

@@ -103,6 +103,37 @@ module Sluice
       end
     end
 
+    # A ShareConsumer on a librdkafka without the share consumer (before
+    # 2.15.0: the system's, or a build of another version).
+    ShareConsumerUnavailableError = Class.new(BaseError)
+
+    # A ShareConsumer given a setting only a consumer-group member has
+    # (enable.auto.commit, auto.offset.reset, partition.assignment.strategy,
+    # ...): the message names each one and where a share group keeps it.
+    ShareConsumerConfigError = Class.new(ConfigurationInvalidError)
+
+    # The brokers have no share groups (Kafka 3.x, or 4.x with them off):
+    # raised by the share consumer's reads once librdkafka learns it from the
+    # coordinator (within a second of the first poll), instead of waiting for
+    # records that never come.
+    ShareGroupsUnsupportedError = Class.new(ConsumerError)
+
+    # A ShareConsumer in explicit acknowledgement mode polled while records of
+    # its last batch were neither accepted, released nor rejected (#records
+    # lists them). Acknowledge each, then poll again.
+    class UnacknowledgedRecordsError < ConsumerStateError
+      # @return [Array<ShareConsumer::Record>] the records left unacknowledged
+      attr_reader :records
+
+      # @param records [Array<ShareConsumer::Record>]
+      def initialize(records)
+        shown = records.first(5).map { |record| "#{record.topic}/#{record.partition}@#{record.offset}" }.join(", ")
+        super("#{records.size} record(s) of the last batch not acknowledged (#{shown}#{", ..." if records.size > 5}): " \
+              "accept, release or reject each before the next poll")
+        @records = records
+      end
+    end
+
     # The admin client is closed.
     AdminClosedError = Class.new(ClientClosedError)
 

@@ -43,10 +43,15 @@ module Sluice
       consumer.offsets_left_behind
       consumer.offsets_recovered
       consumer.partition_eof
+      consumer.retry
+      consumer.dead_lettered
       consumer.connected
       consumer.closing
       consumer.closed
       poller.consumer_registered
+      share_consumer.acknowledgements_committed
+      share_consumer.closing
+      share_consumer.closed
       poller.consumer_unregistered
       admin.connected
       admin.request

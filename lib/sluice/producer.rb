@@ -15,17 +15,16 @@ module Sluice
   # left open is closed at exit, see Shutdown).
   #
   # One object with collaborators, each the only holder of its state: its
-  # ClientLife (status, the lifecycle lock, connect and disconnect, the close
-  # paths), its Transactions (a transactional producer's transactions) and
-  # its Buffering (the messages held until a flush). Lifecycle (its hooks in
-  # the life, close, reload), Batches and Tombstones are its own methods,
-  # split by file.
+  # ClientLife (status, the lifecycle lock, settings, the native client and
+  # its poll state, connect and disconnect, the close's deadline), its
+  # Closing (close: what it dropped), its Reloading (a new client after a
+  # fatal error), its Deliveries (waits for delivery reports), its
+  # Transactions (a transactional producer's transactions), its Buffering
+  # (the messages held until a flush) and, per native client, its Enqueuer
+  # (the slow paths of a produce). Tombstones holds no state: produce calls
+  # that build tombstones.
   class Producer
     include Clock
-
-    include Lifecycle
-    include Batches
-    include Lines
     include Tombstones
 
     # librdkafka's error numbers the producer acts on: a full local queue (waited
@@ -42,11 +41,11 @@ module Sluice
     # @return [Middleware] steps every message goes through before it is produced
     attr_reader :middleware
 
-    # The client in use (WaterDrop's name): a Native::Producer, or the
-    # config.client_class of a test (Clients::Buffered#messages). A reload
-    # replaces it.
-    # @return [Native::Producer, Clients::Buffered, Clients::Dummy]
-    attr_reader :client
+    # (see ClientHooks#id)
+    attr_reader :id
+
+    # (see ClientHooks#monitor)
+    attr_reader :monitor
 
     # Builds the producer and connects it: the block fills in its settings,
     # which are then validated and frozen.
@@ -57,17 +56,68 @@ module Sluice
     #     config.kafka = { "bootstrap.servers": "127.0.0.1:9092", "enable.idempotence": true }
     #     config.max_wait_timeout = 10_000
     #   end
-    def initialize(&)
-      configure(Config.new, &)
-      @notifier = DeliveryNotifier.new(@config.max_wait_timeout)
+    def initialize
+      config = Config.new
+      yield config if block_given?
+      @life = ClientLife.for(self, config.validate!.freeze, kind: :producer)
+      @id = @life.id
+      @monitor = @life.monitor
+      @poller = @life.poller
+      @notifier = DeliveryNotifier.new(config.max_wait_timeout)
       @middleware = Middleware.new
       @topic_configs = TopicConfigs.new
-      init_lifecycle
-      @transactions = Transactions.new(self, life: @life, ensure_open: method(:ensure_open!), reload: method(:reload!),
-                                             auth_failure: -> { @state.auth_failure })
-      @buffering = Buffering.new(self, transactions: @transactions, dispatch: method(:dispatch_many))
+      build_collaborators
       @life.open
     end
+
+    # The settings (frozen); a reload may replace them (a producer.reload listener's).
+    # @return [Config]
+    def config = @life.config
+
+    # The client in use (WaterDrop's name): a Native::Producer, or the
+    # config.client_class of a test (Clients::Buffered#messages). A reload
+    # replaces it.
+    # @return [Native::Producer, Clients::Buffered, Clients::Dummy]
+    def client = @life.client
+
+    # (see ClientHooks#status)
+    def status = @life.status
+
+    # (see ClientHooks#closed?)
+    def closed? = @life.closed?
+
+    # Sends what is buffered, waits for the outstanding delivery reports, stops polling and
+    # releases the native handle. Idempotent; safe from any thread, fiber, a
+    # callback on the polling thread, a signal handler (Signal.trap) and
+    # at_exit. An open transaction of another thread or fiber is waited for
+    # (within the timeout), then aborted.
+    # @param timeout [Integer, nil] ms to wait for deliveries (and an open
+    #   transaction); what is still queued after it is purged: those handles
+    #   resolve with a purge error and `message.purged` reports each. nil
+    #   waits for every report.
+    # @raise [Errors::ProducerTransactionalCloseAttemptError] inside this
+    #   producer's own transaction block
+    # @return [nil]
+    def close(timeout: config.max_wait_timeout) = @closing.close(timeout)
+
+    # Closes without waiting for deliveries: what is still queued or in flight
+    # is purged (those handles resolve with a purge error).
+    # @return [nil]
+    def close! = close(timeout: 0)
+
+    # Shutdown's at_exit hook. Closes with the usual bound and says so loudly
+    # when messages had to be dropped.
+    # @api private
+    # @return [void]
+    def close_at_exit = @closing.close_at_exit
+
+    # (see ClientHooks#oauthbearer_set_token)
+    def oauthbearer_set_token(token:, lifetime_ms:, principal_name:, extensions: {})
+      @life.answer_token(token, lifetime_ms, principal_name, extensions)
+    end
+
+    # (see ClientHooks#oauthbearer_set_token_failure)
+    def oauthbearer_set_token_failure(reason) = @life.answer_token_failure(reason)
 
     # Enqueues a message; the handle resolves when its delivery report arrives.
     # @param message [Hash] topic: (required), payload: (String or nil), key:,
@@ -147,13 +197,13 @@ module Sluice
     # @example
     #   durable = producer.with(topic_config: { "acks": "all" }, max_wait_timeout: 30_000)
     #   durable.produce_sync(topic: "payments", payload: "42 EUR")
-    def with(topic_config: {}, max_wait_timeout: @config.max_wait_timeout)
+    def with(topic_config: {}, max_wait_timeout: config.max_wait_timeout)
       ensure_open!
       unless max_wait_timeout.is_a?(Numeric) && max_wait_timeout.positive?
         raise Errors::ConfigurationInvalidError, "max_wait_timeout must be a positive number of milliseconds, got #{max_wait_timeout.inspect}"
       end
 
-      id = @topic_configs.id_for(topic_config) { @client }
+      id = @topic_configs.id_for(topic_config) { @life.client }
       Variant.new(self, topic_config: topic_config.dup, topic_config_id: id, max_wait_timeout: max_wait_timeout)
     end
     alias variant with
@@ -195,7 +245,7 @@ module Sluice
     def transaction_mark_as_consumed(consumer, messages) = @transactions.mark_as_consumed(consumer, messages)
 
     # @return [Boolean] the producer has a transactional.id
-    def transactional? = @config.transactional?
+    def transactional? = config.transactional?
 
     # @return [Boolean] inside a transaction block (of this fiber)
     def transaction? = @transactions.own?
@@ -209,7 +259,7 @@ module Sluice
     def buffer(message)
       ensure_open!
       message = @middleware.run(message)
-      @client.validate(message)
+      @life.client.validate(message)
       instrument_with("message.buffered", :message, message) { @buffering.push(message) }
     end
 
@@ -220,7 +270,8 @@ module Sluice
     def buffer_many(messages)
       ensure_open!
       messages = @middleware.run_many(batch!(messages))
-      messages.each { |message| @client.validate(message) }
+      client = @life.client
+      messages.each { |message| client.validate(message) }
       instrument_with("messages.buffered", :messages, messages) { @buffering.concat(messages) }
     end
 
@@ -248,7 +299,7 @@ module Sluice
     def purge
       ensure_open!
       @buffering.take
-      @client.purge
+      @life.client.purge
       @monitor.instrument("buffer.purged", producer_id: @id)
       nil
     end
@@ -268,48 +319,97 @@ module Sluice
     #   the broker refused the client's credentials or TLS
     def flush(timeout_ms = nil)
       ensure_open!
-      refusals = @state.refusals
-      deadline = timeout_ms && now + (timeout_ms / 1000.0)
-      late = now + RefusableRead::GRACE
-      loop do
-        done = wait_for_deliveries(flush_slice(deadline, late))
-        raise_refused(refusals, late, done)
-        return done if done || (deadline && now >= deadline)
-      end
+      @deliveries.flush(timeout_ms)
+    end
+
+    # Delimited text sent as it is, a message per record: the records of a
+    # String go to librdkafka in one native call, with no Ruby object a
+    # message (no Hash, no String, no DeliveryHandle), and their reports are
+    # counted natively instead of resolved on handles (#line_reports). What
+    # `sluice produce` uses when a line is the whole message (issue 58): a
+    # million lines cost librdkafka's time, not a million objects'. Messages
+    # sent this way are not instrumented one by one and take no middleware;
+    # #flush and #close wait for them as for any other. An empty record is no
+    # message: its number goes to empties. A full local queue is waited out
+    # as #produce_async's is (config.wait_on_queue_full).
+    # @api private
+    # @param topic [String]
+    # @param data [String] records, each ended by delimiter (the last may lack it)
+    # @param delimiter [String] not empty
+    # @param offset [Integer] where in data to start
+    # @param line [Integer] the number of the record at offset
+    # @param partition [Integer] -1: the partitioner's choice
+    # @param max [Integer, nil] at most this many messages
+    # @param empties [Array<Integer>] gets the numbers of the empty records
+    # @return [Array(Integer, Integer, Integer, KafkaError, nil)] the offset and number of the record
+    #   where it stopped, the messages sent, and why librdkafka refused that record (nil: none was)
+    # @raise [Errors::ProducerClosedError]
+    def produce_lines(topic, data, delimiter:, offset: 0, line: 1, partition: -1, max: nil, empties: [])
+      ensure_open!
+      from = { offset: offset, line: line, partition: partition, max: max, empties: empties }
+      @enqueuer.lines(@life.client, topic.to_s, data, delimiter, from: from, config_id: Variant.current(self)&.topic_config_id)
+    end
+
+    # What became of the messages #produce_lines sent.
+    # @api private
+    # @return [Array(Integer, Array<Array(Integer, KafkaError)>)] how many were delivered so
+    #   far, and each that was not since the last call: its line number and why
+    def line_reports
+      delivered, missed = @life.client.line_reports
+      [delivered, missed.each_slice(2).map { |line, code| [line, KafkaError.new(code)] }]
     end
 
     # @return [Integer] messages not yet confirmed by a delivery report
-    def outstanding = @client.inflight_count
+    def outstanding = @life.client.inflight_count
 
     # @return [Boolean] enable.idempotence is on (a transactional producer always is)
-    def idempotent? = @config.idempotent?
+    def idempotent? = config.idempotent?
 
     # @return [String] id, polling mode and whether it is closed
-    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{@config.polling.mode} #{closed? ? "closed" : "open"}>"
+    def inspect = "#<#{self.class.name} id=#{@id.inspect} mode=#{config.polling.mode} #{closed? ? "closed" : "open"}>"
 
     private
 
-    # rd_kafka_flush cannot be woken: flush waits in slices (RefusableRead::GRACE,
-    # then RefusableRead::SLICE), so a refusal reported before it began
-    # (said again only at librdkafka's next failed reconnect, up to 10 s
-    # later) ends it too.
-    def flush_slice(deadline, late)
-      slice = now < late ? ms_until(late) : RefusableRead::SLICE
-      deadline ? [slice, ms_until(deadline)].min : slice
+    # Each holds its own state, and none calls back into the producer
+    # (Transactions and Buffering are handed the producer's open check,
+    # reload and batch dispatch as callables).
+    def build_collaborators
+      @deliveries = Deliveries.new(life: @life, notifier: @notifier, poller: @poller)
+      @reloading = Reloading.new(self, life: @life, deliveries: @deliveries)
+      @transactions = Transactions.new(life: @life, ensure_open: method(:ensure_open!), reload: @reloading.method(:reload!))
+      @buffering = Buffering.new(id: @id, monitor: @monitor, transactions: @transactions, dispatch: method(:dispatch_many))
+      @closing = Closing.new(life: @life, transactions: @transactions, buffering: @buffering, deliveries: @deliveries)
     end
 
-    # Messages failed with a refusal during the flush, or it is late while one is current.
-    def raise_refused(refusals, late, done)
-      failure = @state.auth_failure if @state.refusals != refusals
-      failure ||= @state.refusing_failure if !done && now >= late
-      raise Errors::AuthenticationError, failure if failure
+    # Hooks ClientLife calls (see there).
+
+    def native_class = config.client_class
+
+    def closed_error = Errors::ProducerClosedError
+
+    def polled_options = { notifier: @notifier }
+
+    def attach(client, state)
+      client.handles(DeliveryHandle, @notifier)
+      @notifier.attach(@poller, state)
     end
+
+    # The new client's partitioner and slow paths are ready before it is
+    # published (yield), under the topic settings' lock: a variant made
+    # meanwhile registers its settings on the new client too.
+    def connected(client, state, &publish)
+      @partitioner = Partitioner.new(client, config.max_wait_timeout, state.method(:refusing_failure))
+      @enqueuer = Enqueuer.new(partitioner: @partitioner, state: state, config: config, poller: @poller)
+      @topic_configs.register(client, &publish)
+    end
+
+    def detach = nil
 
     # librdkafka refuses a transactional producer's messages outside a
     # transaction ("Erroneous state"), and another fiber's open transaction
     # must not take them in: like WaterDrop, such a produce runs in a
     # transaction of its own (committed before it returns).
-    def needs_own_transaction? = @config.transactional? && !@transactions.own?
+    def needs_own_transaction? = config.transactional? && !@transactions.own?
 
     def flush_buffer(mode)
       ensure_open!
@@ -342,23 +442,49 @@ module Sluice
       attempt = 0
       begin
         ensure_open! unless @life.connected?
-        client = @client
+        client = @life.client
         config_id = Variant.current(self)&.topic_config_id
         handle = client.produce(message, nil, config_id)
-        handle = produce_slowly(client, message, handle, config_id) unless handle.is_a?(DeliveryHandle)
+        handle = @enqueuer.one(client, message, handle, config_id) unless handle.is_a?(DeliveryHandle)
         @transactions.current&.note(handle)
         handle
       rescue Errors::ProducerClosedError => e
-        raise unless client_replaced?(client, e)
+        raise unless @reloading.client_replaced?(client, e)
 
         retry
       rescue Errors::ProduceError => e
-        retry if reload && reload_after_idempotent_fatal?(e, attempt += 1)
+        retry if reload && @reloading.after_idempotent_fatal?(e, attempt += 1)
 
         refused(refusal, e, message)
       rescue Errors::MessageInvalidError => e
         refused(refusal, e, message)
       end
+    end
+
+    # A batch in one native call (Enqueuer#many), validated first; a
+    # reloaded client is tried again (nothing was enqueued on the old one:
+    # produce_many refuses before it starts).
+    # @return [Array<DeliveryHandle>]
+    # @raise [Errors::ProduceManyError] enqueuing stopped part-way (#dispatched: the handles so far)
+    # @param refusal [String] the error.occurred type of a batch refused before dispatch
+    def dispatch_many(messages, refusal:)
+      ensure_open!
+      client = @life.client
+      note_batch(@enqueuer.many(client, messages, Variant.current(self)&.topic_config_id))
+    rescue Errors::ProducerClosedError => e
+      raise unless @reloading.client_replaced?(client, e)
+
+      retry
+    rescue Errors::ProduceManyError => e
+      note_batch(e.dispatched)
+      refused(refusal, e, messages)
+    rescue Errors::MessageInvalidError, Errors::ProduceError => e
+      refused(refusal, e, messages)
+    end
+
+    def note_batch(handles)
+      @transactions.current&.note(handles.first)
+      handles
     end
 
     # Reports a message (or batch) refused before dispatch, and raises the error on.
@@ -374,7 +500,7 @@ module Sluice
       begin
         yield
       rescue Errors::ProduceError => e
-        raise unless reload_after_idempotent_fatal?(e, attempt += 1)
+        raise unless @reloading.after_idempotent_fatal?(e, attempt += 1)
 
         retry
       end
@@ -398,7 +524,7 @@ module Sluice
     # sends at once, ignoring linger.ms, while it runs: 1 ms of it (GVL
     # released) is enough for the broker threads to take the batch.
     def send_now
-      @client.flush(1)
+      @life.client.flush(1)
     rescue Errors::ProducerClosedError
       nil # closed meanwhile: the handles resolve through close
     end
@@ -406,50 +532,6 @@ module Sluice
     def wait_all(handles)
       timeout = Variant.current(self)&.max_wait_timeout
       handles.map { |handle| handle.wait(max_wait_timeout: timeout) }
-    end
-
-    # What #produce_async does when the native produce did not return a handle:
-    # false asks us to resolve partition_key first; an Integer is librdkafka's error.
-    def produce_slowly(client, message, result, config_id)
-      partition = nil
-      if result == false
-        partition = @partitioner.call(message)
-        result = client.produce(message, partition, config_id)
-      end
-      result = retry_on_full_queue(client, message, partition, config_id) if result == QUEUE_FULL
-      return result unless result.is_a?(Integer)
-
-      raise Errors::ProduceError, error_for(client, result)
-    end
-
-    # A producer in a fatal state refuses every message (with _FATAL, or the
-    # fatal code itself): say which fatal error it is, and that it is fatal.
-    def error_for(client, code)
-      fatal = client.fatal_error
-      fatal ? KafkaError.new(*fatal, fatal: true) : KafkaError.new(code)
-    end
-
-    # librdkafka's local queue (queue.buffering.max.messages) is full: wait for
-    # room, bounded by config.wait_timeout_on_queue_full.
-    def retry_on_full_queue(client, message, partition, config_id)
-      return QUEUE_FULL unless @config.wait_on_queue_full
-
-      deadline = now + (@config.wait_timeout_on_queue_full / 1000.0)
-      while now < deadline
-        make_room
-        result = client.produce(message, partition, config_id)
-        return result unless result == QUEUE_FULL
-      end
-      QUEUE_FULL
-    end
-
-    def make_room
-      backoff = @config.wait_backoff_on_queue_full
-      if @poller.in_poller_thread?
-        @state.pump(backoff) # nobody else polls while we are the poller
-      else
-        sleep(backoff / 1000.0)
-      end
     end
   end
 end

@@ -7,18 +7,37 @@ module Sluice
   # The librdkafka release sluice builds from source and links into its
   # extension (ext/sluice/librdkafka_recipe.rb), unless told to use the
   # system's. Upgrading is changing this: the version, the SHA-256 of each
-  # archive of it the build accepts (checked before anything is unpacked) and
-  # where to download one, tried in order.
+  # archive of it the build accepts (checked before anything is unpacked),
+  # where to download one, tried in order, and, where an archive's bytes
+  # cannot be pinned (GitHub's of a tag), the git tree its tag names (`tree`):
+  # such an archive is accepted when it unpacks to that tree
+  # (ext/sluice/recipe/source_tree.rb).
   LIBRDKAFKA = {
-    version: "2.14.2",
+    version: "2.15.0",
     sha256: {
-      # the release archive (GitHub's archive of the tag)
-      "v2.14.2.tar.gz" => "d7eec9c31c817fa44402f679c252dfbf97e4c338a849a25c3579a31fd127beb8",
-      # Debian's source package of the same release (sid: librdkafka 2.14.2-1), the tag's tree
-      "librdkafka_2.14.2.orig.tar.gz" => "4d53568c13717b167d12c7b2a0fe12aeb5d6bfe02de53df5b68f86d870a81b33"
+      # `git archive --format=tar.gz --prefix=librdkafka-2.15.0/ v2.15.0` (../shared/sources on this project's
+      # machines: no registry they reach serves 2.15.0, and bin/setup copies it from there)
+      "librdkafka-2.15.0.tar.gz" => "e91615f7ca9111f9e83109ce4b91036477620791f76810c21e143460ac6c2b84"
     }.freeze,
-    urls: ["https://github.com/confluentinc/librdkafka/archive/refs/tags/v2.14.2.tar.gz",
-           "https://deb.debian.org/debian/pool/main/libr/librdkafka/librdkafka_2.14.2.orig.tar.gz"].freeze
+    tree: "429a83d1ba5350c0846aeaee4efe821b463f6b85", # tag v2.15.0 = commit 9a94e11452cdeb0a844db44ee5dd01ccbe17d3ab
+    urls: ["https://github.com/confluentinc/librdkafka/archive/refs/tags/v2.15.0.tar.gz"].freeze
+  }.freeze
+
+  # Releases the bundled build makes on request instead (SLUICE_LIBRDKAFKA_VERSION=2.14.2); same shape.
+  # 2.14.2, the release before, stays while it is the one a machine without GitHub can build from a
+  # registry (Debian's source package) and KIP-848 is measured on 2.15.0 only by CI's Kafka 4 steps.
+  LIBRDKAFKA_OPT_IN = {
+    "2.14.2" => {
+      version: "2.14.2",
+      sha256: {
+        # the release archive (GitHub's archive of the tag)
+        "v2.14.2.tar.gz" => "d7eec9c31c817fa44402f679c252dfbf97e4c338a849a25c3579a31fd127beb8",
+        # Debian's source package of the same release (sid: librdkafka 2.14.2-1), the tag's tree
+        "librdkafka_2.14.2.orig.tar.gz" => "4d53568c13717b167d12c7b2a0fe12aeb5d6bfe02de53df5b68f86d870a81b33"
+      }.freeze,
+      urls: ["https://github.com/confluentinc/librdkafka/archive/refs/tags/v2.14.2.tar.gz",
+             "https://deb.debian.org/debian/pool/main/libr/librdkafka/librdkafka_2.14.2.orig.tar.gz"].freeze
+    }.freeze
   }.freeze
 
   # What the bundled librdkafka links besides itself, each built from a pinned

@@ -164,7 +164,7 @@ RSpec.describe Sluice::ClientLife do
 
   # One deadline per close (issue 53, item 1): what every wait of the close, on any thread, takes.
   it "keeps the first close's deadline, and caps each wait by what is left of it" do
-    life = Sluice::ClientLife.new(Object.new, kind: :admin, id: "deadline-1", monitor: nil, poller: poller)
+    life = Sluice::ClientLife.new(Object.new, kind: :admin, id: "deadline-1", monitor: nil, poller: poller, config: nil)
     expect([life.deadline, life.wait_ms(500)]).to eq([nil, 500]) # no close: waits as asked
 
     deadline = life.begin_close(10_000)

@@ -80,10 +80,60 @@ RSpec.describe "The bundled librdkafka's build" do
       expect(Dir.children(archives)).to eq(["fake-1.0.tar.gz"])
     end
 
+    context "with a pinned tree (an archive whose bytes cannot be pinned: GitHub's of a tag)" do
+      def tree_pin(archive, urls: [], tree: SluiceBuild::SourceTree.new(archive).id)
+        SluiceBuild::Pin.new(name: "fake", title: "Fake", version: "1.0", sha256: { "fake-1.0.tar.gz" => "0" * 64 }, tree: tree, urls: urls)
+      end
+
+      it "accepts an archive that unpacks to the pinned tree, keeping a download under its URL's name" do
+        Dir.mktmpdir do |dir|
+          source = fake_archive(dir)
+          serving(File.binread(source)) do |url|
+            path = archive_of(tree_pin(source, urls: [url.sub("fake-1.0.tar.gz", "v1.0.tar.gz")]))
+            expect(path).to eq(File.join(archives, "v1.0.tar.gz"))
+          end
+          expect(archive_of(tree_pin(source, urls: ["http://127.0.0.1:1/v1.0.tar.gz"]))).to eq(File.join(archives, "v1.0.tar.gz")) # found again
+        end
+        expect(log.string).to include("verified: its git tree #{SluiceBuild::SourceTree.new(File.join(archives, "v1.0.tar.gz")).id}")
+      end
+
+      it "refuses one that unpacks to another tree, naming both trees, and keeps nothing" do
+        Dir.mktmpdir do |dir|
+          source = fake_archive(dir)
+          serving(File.binread(source)) do |url|
+            expect { archive_of(tree_pin(source, urls: [url], tree: "1" * 40)) }
+              .to raise_error(SluiceBuild::Error, /0{64} \(fake-1.0.tar.gz\), or an archive of git tree 1{40} \(it unpacked to \h{40}\)/)
+          end
+        end
+        expect(Dir.children(archives)).to be_empty
+      end
+    end
+
     it "names the setting that points at an archive when none can be downloaded" do
       pin = fake_pin(urls: ["http://127.0.0.1:1/fake-1.0.tar.gz"])
       expect { archive_of(pin) }.to raise_error(SluiceBuild::Error, %r{could not download http://127.0.0.1:1/fake-1.0.tar.gz .*SLUICE_FAKE_ARCHIVE=})
       expect(Dir.children(archives)).to be_empty
+    end
+  end
+
+  describe SluiceBuild::SourceTree do
+    it "is the id git gives the tree an archive unpacks to: files, executables, links, directories, no empty ones" do
+      skip "needs git to compare with" unless system("git", "--version", out: File::NULL)
+      Dir.mktmpdir do |dir|
+        top = File.join(dir, "fake-1.0")
+        FileUtils.mkdir_p([File.join(top, "src", "sub"), File.join(top, "empty"), File.join(top, "src.d")])
+        File.write(File.join(top, "src", "a.c"), "int a;\n")
+        File.write(File.join(top, "src", "sub", "b.c"), "int b;\n")
+        File.write(File.join(top, "src.d", "c"), "c\n") # sorts before src/ in git's order, after src as a name
+        File.write(File.join(top, "configure"), "#!/bin/sh\n")
+        File.chmod(0o755, File.join(top, "configure"))
+        File.symlink("src/a.c", File.join(top, "link"))
+        system("tar", "-czf", "fake.tar.gz", "fake-1.0", chdir: dir, exception: true)
+        system("git", "init", "-q", chdir: top, exception: true)
+        system("git", "add", "-A", chdir: top, exception: true)
+        expected = IO.popen(%w[git write-tree], chdir: top, &:read).strip
+        expect(described_class.new(File.join(dir, "fake.tar.gz")).id).to eq(expected)
+      end
     end
   end
 
@@ -163,6 +213,29 @@ RSpec.describe "The bundled librdkafka's build" do
       allow_any_instance_of(described_class).to receive(:result) { |_, prefix| prefix }
       described_class.new(cache_root: cache, log: log).build
       built.map { |prefix| File.basename(prefix) }
+    end
+
+    it "builds the release SLUICE_LIBRDKAFKA_VERSION names, beside the pinned one, with that release's own patches" do
+      other = Sluice::LIBRDKAFKA_OPT_IN.keys.first
+      default = prefixes_built.last
+      stub_const("ENV", ENV.to_h.merge("SLUICE_LIBRDKAFKA_VERSION" => other))
+      expect(prefixes_built.last).to start_with("librdkafka-#{other}-")
+      own = described_class.patches(other).map { |path| path.split("/").last(2).join("/") }
+      expect(own).to include("librdkafka-#{other}/0004-consumer-close-always-leaves-group.patch",
+                             "librdkafka/0001-consumer-no-parse-buffer-without-headers.patch")
+      expect(own.map { |path| File.basename(path) }).to eq(described_class.patches(Sluice::LIBRDKAFKA[:version]).map { |path| File.basename(path) })
+      expect(default).to start_with("librdkafka-#{Sluice::LIBRDKAFKA[:version]}-")
+    end
+
+    it "refuses a release that is not pinned, naming those that are, before building anything" do
+      stub_const("ENV", ENV.to_h.merge("SLUICE_LIBRDKAFKA_VERSION" => "2.13.0"))
+      expect { prefixes_built }.to raise_error(SluiceBuild::Error, /SLUICE_LIBRDKAFKA_VERSION=2.13.0: not a pinned release \(2.15.0, 2.14.2\)/)
+    end
+
+    it "pins 2.15.0 by the tree its tag names: the archive in ../shared/sources unpacks to it" do
+      archive = File.expand_path("../../../shared/sources/librdkafka-2.15.0.tar.gz", __dir__)
+      skip "needs #{archive} (this project's machines)" unless File.file?(archive)
+      expect(SluiceBuild::SourceTree.new(archive).id).to eq(Sluice::LIBRDKAFKA[:tree])
     end
 
     it "builds zlib, zstd and OpenSSL first, and keys librdkafka's build by their versions" do

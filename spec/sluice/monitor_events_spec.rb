@@ -16,8 +16,9 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
       "poller.budget_exceeded", "poller.producer_registered", "poller.producer_unregistered",
       "consumer.partitions_assigned", "consumer.partitions_revoked", "consumer.revoke_waiting", "consumer.offsets_committed",
       "consumer.offsets_left_behind", "consumer.offsets_recovered",
-      "consumer.partition_eof", "consumer.connected", "consumer.closing", "consumer.closed",
+      "consumer.partition_eof", "consumer.retry", "consumer.dead_lettered", "consumer.connected", "consumer.closing", "consumer.closed",
       "poller.consumer_registered", "poller.consumer_unregistered",
+      "share_consumer.acknowledgements_committed", "share_consumer.closing", "share_consumer.closed",
       "admin.connected", "admin.request", "admin.closing", "admin.closed", "poller.admin_registered", "poller.admin_unregistered",
       "connection_pool.created", "connection_pool.setup", "connection_pool.reload", "connection_pool.reloaded", "connection_pool.shutdown"
     )

@@ -38,10 +38,16 @@ RSpec.describe "The map of the native code (ext/sluice/README.md)" do
     definitions.map { |how, name| [kind_of.call(how, name), name == "initialize" ? "new" : name, file] }
   end
   # Methods defined only when the librdkafka built against has what they need (`#if` around the definition):
-  # a build against an older system librdkafka lacks them.
+  # a build against an older system librdkafka lacks them, and the pinned one those of a newer release
+  # (`#if RD_KAFKA_VERSION >= 0x020f0000`: the share consumer, librdkafka 2.15.0's).
+  linked = Sluice::Native.librdkafka_version
   conditional = c_sources.flat_map do |_file, source|
-    strip_comments.call(source).scan(/^#if[^\n]*\n((?:(?!#endif)[^\n]*\n)*?)#endif/).flatten
-                  .flat_map { |block| block.scan(/rb_define_\w+\(\s*#{receiver},\s*"([^"]+)"/).flatten }
+    strip_comments.call(source).scan(/^#if([^\n]*)\n((?:(?!#endif)[^\n]*\n)*?)#endif/).flat_map do |condition, block|
+      needs = condition[/RD_KAFKA_VERSION >= 0x(\h{8})/, 1]&.then { |hex| hex.scan(/\h\h/).first(3).map { |part| part.to_i(16) }.join(".") }
+      next [] if linked == Sluice::LIBRDKAFKA[:version] && !(needs && Gem::Version.new(linked) < Gem::Version.new(needs))
+
+      block.scan(/rb_define_\w+\(\s*#{receiver},\s*"([^"]+)"/).flatten.map { |name| name == "initialize" ? "new" : name }
+    end
   end
   # The classes and modules the C defines (the last part of the name), with their file.
   code_constants = c_sources.flat_map do |file, source|
@@ -82,7 +88,7 @@ RSpec.describe "The map of the native code (ext/sluice/README.md)" do
   it "lists only methods that the loaded extension has, on the class or module its heading names" do
     missing = map_methods.reject do |kind, name, _file, owner|
       target = Object.const_get(owner)
-      next true if conditional.include?(name) && Sluice::Native.librdkafka_version != Sluice::LIBRDKAFKA[:version]
+      next true if conditional.include?(name)
 
       if kind == "#"
         target.method_defined?(name, false) || target.private_method_defined?(name, false)

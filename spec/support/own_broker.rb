@@ -11,7 +11,7 @@ module OwnBroker
   BASE_PORT = Integer(ENV.fetch("SLUICE_OWN_BROKER_PORT", "9192"))
   LISTENERS = %w[KAFKA_PORT KAFKA_CONTROLLER_PORT KAFKA_SASL_PORT KAFKA_SCRAM_PORT KAFKA_SSL_PORT KAFKA_SASL_SSL_PORT].freeze
   PORTS = LISTENERS.each_with_index.to_h { |name, offset| [name, (BASE_PORT + offset).to_s] }.freeze
-  BROKERS = "127.0.0.1:#{BASE_PORT}"
+  BROKERS = "127.0.0.1:#{BASE_PORT}".freeze
   KAFKA = File.expand_path("../../bin/kafka", __dir__)
   PID_FILE = File.expand_path("../../tmp/kafka/#{BASE_PORT}/kafka.pid", __dir__)
 

@@ -39,7 +39,11 @@ module TestKafka
     "sluice-spec-gem" => [1, nil], # packaging/: installed gems round-trip messages
     "sluice-spec-interrupts" => [1, nil], # consumer/interrupted_reads_spec.rb
     "sluice-spec-poll-store" => [1, nil], # consumer/poll_store_spec.rb
-    ParallelReadsTopic::NAME => [3, nil], # consumer/parallel*_spec.rb: one per process (bin/rspec-parallel)
+    ParallelReadsTopic::NAME => [3, nil], # consumer/parallel_spec.rb and the others of ParallelReads: one per rspec process
+    "sluice-spec-failures" => [3, nil], # consumer/failure_policy_spec.rb: retries and dead letters
+    "sluice-spec-failures-dlq" => [3, nil],
+    "sluice-spec-dlq-source" => [3, nil], # cli/dlq_spec.rb: dead letters read back and replayed
+    "sluice-spec-dlq" => [3, nil],
     "sluice-spec-metrics" => [3, nil] # instrumentation/{prometheus,statsd}_listener_spec.rb (MetricsLoad)
   }.freeze
 

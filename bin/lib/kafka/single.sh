@@ -79,6 +79,14 @@ transaction.state.log.min.isr=1
 # Share groups (KIP-932, Kafka 4.x): their state topic needs a replication factor one node can give.
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
+# The share-group specs set a group's record lock to a second and its heartbeat to 500 ms (group configs,
+# spec/support/share_groups.rb): the broker's floors (15 s, 5 s, 45 s) would make each lock expiry or
+# member's death a wait of its own.
+group.share.min.record.lock.duration.ms=1000
+group.share.min.heartbeat.interval.ms=500
+group.share.heartbeat.interval.ms=500
+group.share.min.session.timeout.ms=6000
+group.share.session.timeout.ms=10000
 EOF
   [[ -z "${KAFKA_KERBEROS:-}" ]] || write_kerberos_config
   [[ -z "${KAFKA_OAUTH_JWKS_URL:-}" ]] || write_jwks_config

@@ -2,30 +2,40 @@
 
 require "digest"
 require "fileutils"
+require "uri"
+require_relative "source_tree"
 
 module SluiceBuild
   # A build that cannot go on; its message says what to do about it.
   class Error < StandardError; end
 
   # One source as lib/sluice/version.rb pins it: its version, the archives of
-  # it the build accepts (file name => SHA-256) and where to download one.
-  Pin = Struct.new(:name, :title, :version, :sha256, :urls, keyword_init: true) do
+  # it the build accepts (file name => SHA-256) and where to download one;
+  # optionally the git tree id an archive of it unpacks to, for archives
+  # whose bytes cannot be pinned (GitHub's of a tag: SourceTree).
+  Pin = Struct.new(:name, :title, :version, :sha256, :urls, :tree, keyword_init: true) do
     def label = "#{title} #{version}"
 
     # SLUICE_<NAME>_ARCHIVE, SLUICE_<NAME>_URL
     def env(setting) = "SLUICE_#{name.upcase}_#{setting}"
+
+    # The names an archive of it is looked for under: the SHA-256-pinned ones
+    # and, with a pinned tree, those its URLs download as.
+    def archive_names = (sha256.keys + (tree ? urls.map { |url| File.basename(URI(url).path) } : [])).uniq
   end
 
   # A pin's source archive, verified: the one named by SLUICE_<NAME>_ARCHIVE,
   # else one found in the archive directories, else one downloaded (from
   # SLUICE_<NAME>_URL, else from the pin's URLs in order). Nothing is used,
-  # or kept under an archive's name, before its SHA-256 is one the pin lists.
+  # or kept under an archive's name, before its SHA-256 is one the pin lists,
+  # or, for a pin that names a tree, before it unpacks to that tree.
   class Archive
     def initialize(pin, dirs:, download_dir:, log:)
       @pin = pin
       @dirs = dirs
       @download_dir = download_dir
       @log = log
+      @identities = {}
     end
 
     # @return [String] the path of a verified archive
@@ -44,23 +54,45 @@ module SluiceBuild
 
     def say(text) = @log.puts("sluice: #{@pin.label}: #{text}")
 
-    def candidates = @dirs.product(@pin.sha256.keys).map { |dir, name| File.join(dir, name) }.select { |path| File.file?(path) }
+    def candidates = @dirs.product(@pin.archive_names).map { |dir, name| File.join(dir, name) }.select { |path| File.file?(path) }
 
-    def pinned?(path) = @pin.sha256.value?(Digest::SHA256.file(path).hexdigest)
+    def pinned?(path) = !identity(path).nil?
+
+    # What makes the file the pinned source ("<pinned name>", "git tree <id>"), or nil.
+    def identity(path)
+      @identities.fetch(path) do
+        known = @pin.sha256.key(Digest::SHA256.file(path).hexdigest)
+        known ||= "git tree #{@pin.tree}" if @pin.tree && tree_of(path) == @pin.tree
+        @identities[path] = known
+      end
+    end
+
+    def tree_of(path)
+      SourceTree.new(path).id
+    rescue Error # not an archive tar can unpack: not the source
+      nil
+    end
 
     def urls = ENV.fetch(@pin.env("URL"), "").then { |given| given.empty? ? @pin.urls : [given] }
 
     def verified(path, source)
       raise Error, "#{source}: no such file" unless File.file?(path)
 
-      actual = Digest::SHA256.file(path).hexdigest
-      known = @pin.sha256.key(actual)
-      unless known
-        raise Error, "#{source} is not #{@pin.label} as pinned: its SHA-256 is #{actual}, expected one of " \
-                     "#{@pin.sha256.map { |name, sum| "#{sum} (#{name})" }.join(", ")}. Nothing was unpacked."
-      end
-      say "#{source} (SHA-256 verified: #{known})"
+      known = identity(path)
+      raise Error, "#{source} is not #{@pin.label} as pinned: #{mismatch(path)}" unless known
+
+      say "#{source} (#{known.start_with?("git tree") ? "verified: its #{known}" : "SHA-256 verified: #{known}"})"
       path
+    end
+
+    def mismatch(path)
+      sums = "its SHA-256 is #{Digest::SHA256.file(path).hexdigest}, expected one of " \
+             "#{@pin.sha256.map { |name, sum| "#{sum} (#{name})" }.join(", ")}"
+      return "#{sums}. Nothing was unpacked." unless @pin.tree
+
+      "#{sums}, or an archive of git tree #{@pin.tree} (it unpacked to #{SourceTree.new(path).id}). Nothing of it was used."
+    rescue Error => e # not even an archive
+      "#{sums}; #{e.message}. Nothing of it was used."
     end
 
     # Each URL in turn; the first verified download is kept, under the
@@ -75,7 +107,7 @@ module SluiceBuild
         begin
           say "downloading #{url}"
           fetch(URI(url), part)
-          return keep(verified(part, url))
+          return keep(verified(part, url), url)
         rescue Error
           raise
         rescue StandardError => e
@@ -89,8 +121,10 @@ module SluiceBuild
                    "or build against the system's librdkafka with SLUICE_USE_SYSTEM_LIBRDKAFKA=1"
     end
 
-    def keep(part)
-      path = File.join(@download_dir, @pin.sha256.key(Digest::SHA256.file(part).hexdigest))
+    # Under its pinned name, or, verified by its tree, the URL's.
+    def keep(part, url)
+      name = @pin.sha256.key(Digest::SHA256.file(part).hexdigest) || File.basename(URI(url).path)
+      path = File.join(@download_dir, name)
       File.rename(part, path) # replaces a wrong file of that name
       path
     end

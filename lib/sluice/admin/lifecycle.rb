@@ -14,7 +14,7 @@ module Sluice
       def close
         return @life.close_on_own_thread(@config.max_wait_timeout) { close } if Blocking.trap_context?
 
-        @life.close_under_lock { @life.disconnect(@state, @client) }
+        @life.close_under_lock { @life.disconnect }
         nil
       end
 

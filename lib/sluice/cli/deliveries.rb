@@ -59,18 +59,14 @@ module Sluice
 
       # @return [String] the line printed at the end: delivered, sent, failed, rate
       def summary(topic)
-        "sluice produce: #{@delivered} of #{@sent} message(s) delivered to #{topic}, #{@failed} failed (#{rate} msg/s)"
+        ProduceReport.summary(topic, counts, rate)
       end
 
       # @param signal [String] the signal's name (INT, TERM)
       # @param lines [Integer] input lines read
       # @return [Array<String>] the summary of an interrupted run: counts and where a rerun resumes
       def interrupted_summary(topic, signal, lines)
-        resume = @first_missing || (lines + 1)
-        again = @delivered_after.positive? ? "; #{@delivered_after} message(s) after it were delivered and would be sent again" : ""
-        ["sluice produce: interrupted by SIG#{signal} after input line #{lines}: #{@delivered} of #{@sent} message(s) delivered to #{topic}, " \
-         "#{@failed} failed, #{@unknown} not known (no delivery report: may be written)",
-         "sluice produce: to resume, rerun with the input from line #{resume} (tail -n +#{resume})#{again}"]
+        ProduceReport.interrupted(topic, signal, lines, counts, resume: @first_missing || (lines + 1), again: @delivered_after)
       end
 
       def failed? = @failed.positive?
@@ -134,14 +130,13 @@ module Sluice
       end
 
       def progress_line
-        @stderr.puts("sluice produce: #{@sent} sent, #{@delivered} delivered, #{@failed} failed (#{rate} msg/s)")
+        @stderr.puts(ProduceReport.progress(counts, rate))
         @next_progress += @progress
       end
 
-      def rate
-        elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - @started
-        elapsed.positive? ? (@sent / elapsed).round : 0
-      end
+      def rate = ProduceReport.rate(@sent, @started)
+
+      def counts = { sent: @sent, delivered: @delivered, failed: @failed, unknown: @unknown }
     end
   end
 end

@@ -29,7 +29,7 @@ module Sluice
 
       # @param count [Integer, nil] -c: messages to send in all
       # @return [Integer] messages that may go before the next progress line (or the count)
-      def room(count) = [@next_progress, count].compact.map { |limit| limit - @sent }.min || Producer::Lines::UNLIMITED
+      def room(count) = [@next_progress, count].compact.map { |limit| limit - @sent }.min || Producer::Enqueuer::UNLIMITED_LINES
 
       # Counts messages sent; a progress line when they reach the next.
       def add(messages, producer)
@@ -60,17 +60,13 @@ module Sluice
 
       # (see Deliveries#summary)
       def summary(topic)
-        "sluice produce: #{@delivered} of #{@sent} message(s) delivered to #{topic}, #{@failed} failed (#{rate} msg/s)"
+        ProduceReport.summary(topic, counts, rate)
       end
 
       # (see Deliveries#interrupted_summary)
       def interrupted_summary(topic, signal, lines)
         resume = @missing.min || (lines + 1)
-        after = @delivered - sent_before(resume)
-        again = after.positive? ? "; #{after} message(s) after it were delivered and would be sent again" : ""
-        ["sluice produce: interrupted by SIG#{signal} after input line #{lines}: #{@delivered} of #{@sent} message(s) delivered to #{topic}, " \
-         "#{@failed} failed, #{@unknown} not known (no delivery report: may be written)",
-         "sluice produce: to resume, rerun with the input from line #{resume} (tail -n +#{resume})#{again}"]
+        ProduceReport.interrupted(topic, signal, lines, counts, resume: resume, again: @delivered - sent_before(resume))
       end
 
       def failed? = @failed.positive?
@@ -108,14 +104,13 @@ module Sluice
 
       def progress_line(producer)
         take(producer)
-        @stderr.puts("sluice produce: #{@sent} sent, #{@delivered} delivered, #{@failed} failed (#{rate} msg/s)")
+        @stderr.puts(ProduceReport.progress(counts, rate))
         @next_progress += @progress
       end
 
-      def rate
-        elapsed = now - @started
-        elapsed.positive? ? (@sent / elapsed).round : 0
-      end
+      def rate = ProduceReport.rate(@sent, @started)
+
+      def counts = { sent: @sent, delivered: @delivered, failed: @failed, unknown: @unknown }
 
       def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end

@@ -59,6 +59,8 @@ module Sluice
         "purged" => [:count, "messages purged before delivery"],
         "consumer.assigned" => [:count, "partitions assigned to the consumer by rebalances"],
         "consumer.revoked" => [:count, "partitions revoked from the consumer by rebalances"],
+        "consumer.retries" => [:count, "blocks run again after they raised (retries:), by source topic"],
+        "consumer.dead_letters" => [:count, "messages produced to a dead-letter topic (dead_letter:), by source topic"],
         "transaction.time" => [:timing, "how long a transaction took (ms)"],
         "polling.budget_exceeded" => [:count, "polling turns max_time cut short, work left for the next (poller.budget_exceeded)"]
       }.freeze
@@ -101,6 +103,10 @@ module Sluice
       def assigned(event) = rebalanced("consumer.assigned", event)
       # `consumer.partitions_revoked`: consumer.revoked, the partitions revoked, per topic.
       def revoked(event) = rebalanced("consumer.revoked", event)
+      # `consumer.retry`: consumer.retries, 1, tagged with the source topic.
+      def retried(event) = [Sample.new(:count, "consumer.retries", 1, tags(event).merge(topic: event[:topic].to_s))]
+      # `consumer.dead_lettered`: consumer.dead_letters, the messages dead-lettered, tagged with the source topic.
+      def dead_lettered(event) = [Sample.new(:count, "consumer.dead_letters", event[:count], tags(event).merge(topic: event[:topic].to_s))]
       # `transaction.finished`: transaction.time, how long it took (ms).
       def transaction(event) = [Sample.new(:timing, "transaction.time", event[:time].to_f, tags(event))]
       # `poller.budget_exceeded`: polling.budget_exceeded, 1.

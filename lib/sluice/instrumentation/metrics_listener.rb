@@ -37,6 +37,10 @@ module Sluice
       def on_consumer_partitions_revoked(event) = emit(@metrics.revoked(event))
       # `transaction.finished`: the transaction.time timing (ms).
       def on_transaction_finished(event) = emit(@metrics.transaction(event))
+      # `consumer.retry`: the consumer.retries count, per source topic.
+      def on_consumer_retry(event) = emit(@metrics.retried(event))
+      # `consumer.dead_lettered`: the consumer.dead_letters count, per source topic.
+      def on_consumer_dead_lettered(event) = emit(@metrics.dead_lettered(event))
       # `poller.budget_exceeded`: the polling.budget_exceeded count.
       def on_poller_budget_exceeded(event) = emit(@metrics.budget_exceeded(event))
       # `producer.closed`: no metric; the producer's running totals are forgotten.

@@ -8,19 +8,20 @@ module Sluice
     # Buffer, and which fiber is close's final flush (Producer#ensure_open!
     # lets that one through).
     #
-    # It asks the producer's Transactions whether one is open, and is handed
-    # the producer's batch dispatch (Producer#dispatch_many: validation was
-    # done when the messages were buffered).
+    # It asks the producer's Transactions whether one is open (and runs a
+    # close's flush in one of its own), and is handed the producer's batch
+    # dispatch (Producer#dispatch_many: validation was done when the messages
+    # were buffered).
     # @api private
     class Buffering
-      # @param producer [Producer] whose #transaction and #transactional? a close's flush uses
+      # @param id [String] the producer's
+      # @param monitor [Monitor] the producer's
       # @param transactions [Transactions] the producer's
       # @param dispatch [#call] (messages, refusal:) -> handles: enqueues a batch, or raises
       #   Errors::ProduceManyError with what it enqueued
-      def initialize(producer, transactions:, dispatch:)
-        @producer = producer
-        @id = producer.id
-        @monitor = producer.monitor
+      def initialize(id:, monitor:, transactions:, dispatch:)
+        @id = id
+        @monitor = monitor
         @transactions = transactions
         @dispatch = dispatch
         @buffer = Buffer.new
@@ -70,7 +71,7 @@ module Sluice
 
         @final_flush = Fiber.current
         refusal = "buffer.flush_at_close" # its messages are reported as purged too
-        @producer.transactional? ? @producer.transaction { @dispatch.call(messages, refusal: refusal) } : @dispatch.call(messages, refusal: refusal)
+        @transactions.enabled? ? @transactions.run { @dispatch.call(messages, refusal: refusal) } : @dispatch.call(messages, refusal: refusal)
         0
       rescue Errors::ProduceManyError => e
         purged(messages.drop(e.dispatched.size), e.kafka_error)

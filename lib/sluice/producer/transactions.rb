@@ -14,11 +14,11 @@ module Sluice
     # EarlyTransactionExitNotAllowedError), or when the producer's close takes
     # it over (#settle).
     #
-    # It reads the producer's client and settings at each call (a reload
-    # replaces the client, and may replace the settings), asks the producer's
-    # ClientLife whether a close runs elsewhere, and is handed the three
-    # things of the producer's own it needs: its open check, its reload and
-    # its client's authentication failure.
+    # It reads the producer's client, its poll state and settings from the
+    # producer's ClientLife at each call (a reload replaces the client, and may
+    # replace the settings), asks it whether a close runs elsewhere, and is
+    # handed the two things of the producer's own it needs: its open check
+    # and its reload.
     # @api private
     class Transactions
       include SlicedCalls # and Clock
@@ -44,23 +44,19 @@ module Sluice
       # @return [Transaction, nil]
       attr_reader :current
 
-      # @param producer [Producer] whose #client and #config are read at each call
-      # @param life [ClientLife] the producer's
+      # @param life [ClientLife] the producer's: its client and settings are read at each call
       # @param ensure_open [#call] raises Errors::ProducerClosedError when the producer refuses calls now
       # @param reload [#call] (error, attempt): rebuilds the producer's fatally broken client
-      # @param auth_failure [#call] the current client's authentication failure (a String), if any
-      def initialize(producer, life:, ensure_open:, reload:, auth_failure:)
-        @producer = producer
-        @id = producer.id
-        @monitor = producer.monitor
+      def initialize(life:, ensure_open:, reload:)
+        @id = life.id
+        @monitor = life.monitor
         @life = life
         @ensure_open = ensure_open
         @reload = reload
-        @auth_failure = auth_failure
         @lock = Mutex.new
         @changed = ConditionVariable.new
         @current = nil
-        @ready = false # init_transactions done for the current client
+        @ready_for = nil # the client init_transactions was done for (a reload's new one needs its own)
         @reloads = 0 # fatal-error reloads in a row
         @unfinished = nil # :commit or :abort: timed out, to be finished by the next transaction or close
         @begun_at = nil # when librdkafka's current transaction began (see #fenced_by_timeout?)
@@ -94,8 +90,8 @@ module Sluice
       # @return [Boolean] inside an open transaction of this fiber (its produces are in it)
       def own_open? = own? && @current.state == :open
 
-      # A reload replaced the client: the new one initialises its transactions first.
-      def client_replaced = @ready = false
+      # @return [Boolean] the producer has a transactional.id
+      def enabled? = config.transactional?
 
       # close: waits (until deadline) for the open transaction of another fiber
       # to end, then takes it over and aborts it, so none stays open on the
@@ -123,9 +119,9 @@ module Sluice
       private
 
       # The producer's current client (a reload replaces it) and settings (a reload may replace them).
-      def client = @producer.client
+      def client = @life.client
 
-      def config = @producer.config
+      def config = @life.config
 
       def run_transaction(txn)
         open_transaction(txn)
@@ -202,7 +198,8 @@ module Sluice
       # one call would have retried those itself. A close of another thread
       # stops it between slices (each ends by the close's deadline).
       def prepare_transactions
-        return if @ready
+        client = self.client
+        return if @ready_for.equal?(client)
 
         deadline = now + (2 * transaction_timeout / 1000.0)
         begin
@@ -211,13 +208,13 @@ module Sluice
           raise unless (e.code == :timed_out || e.kafka_error.retryable?) && !e.fatal? && now < deadline
           raise Errors::ProducerClosedError, "producer #{@id} was closed while this transaction began" if @life.closing_elsewhere?
 
-          failure = @auth_failure.call
+          failure = @life.state.auth_failure
           raise Errors::AuthenticationError, failure if failure
 
           sleep(INIT_BACKOFF) unless e.code == :timed_out
           retry
         end
-        @ready = true
+        @ready_for = client
       end
 
       def end_transaction(txn, outcome)

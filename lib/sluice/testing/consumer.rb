@@ -3,6 +3,7 @@
 require "securerandom"
 require_relative "log"
 require_relative "inbox"
+require_relative "failure_policy"
 
 module Sluice
   module Testing
@@ -38,6 +39,7 @@ module Sluice
     class Consumer
       include Clock
       include Sluice::Consumer::Arguments
+      include FailurePolicy
 
       # What #committed says of a partition with no committed offset (RD_KAFKA_OFFSET_INVALID).
       NO_OFFSET = -1001
@@ -151,35 +153,34 @@ module Sluice
       # @param max_buffered [Integer] messages taken and not finished, at most
       # @param max_buffered_bytes [Integer] their keys' and payloads' bytes, at most
       # @param finish_within [Numeric] ms a stop or an error waits for running blocks
+      # @param retries [Hash, nil] { attempts:, backoff: } as Sluice::Consumer#each_message's (backoffs are waited)
+      # @param dead_letter [Hash, nil] { topic:, producer:, partitioner: }: producer is required here (an in-memory one,
+      #   config.client_class = Sluice::Clients::Buffered, for have_produced); source_consumer_group is this double's id
       # @yieldparam message [Message]
       # @return [nil]
       # @raise [ArgumentError] a setting out of range
-      def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000, &block)
+      def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000,
+                       retries: nil, dead_letter: nil, &block)
         settings = Sluice::Consumer::Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                                      max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
-        return reading { Inbox.reading(self, settings, block).run } if settings.parallel?
+        policy = failure_policy(retries, dead_letter)
+        return read_parallel(settings, policy, block) if settings.parallel?
 
-        reading do
-          while (message = take(1)&.first)
-            handle([message]) { yield message }
-          end
-        end
+        read_each(1, policy, batch: false, &block)
       end
 
       # Yields batches of up to max_items messages (max_wait: accepted, not waited).
       # @param max_items [Integer] the largest batch
       # @param max_wait [Integer] ignored: nothing is waited for
+      # @param retries [Hash, nil] as #each_message's
+      # @param dead_letter [Hash, nil] as #each_message's
       # @yieldparam messages [Array<Message>]
       # @return [nil]
       # @raise [ArgumentError] max_items is not a positive Integer
-      def each_batch(max_items: 500, max_wait: 100) # rubocop:disable Lint/UnusedMethodArgument -- Consumer#each_batch's signature
+      def each_batch(max_items: 500, max_wait: 100, retries: nil, dead_letter: nil, &block) # rubocop:disable Lint/UnusedMethodArgument -- Consumer#each_batch's signature
         raise ArgumentError, "max_items must be a positive Integer, got #{max_items.inspect}" unless max_items.is_a?(Integer) && max_items.positive?
 
-        reading do
-          while (batch = take(max_items))
-            handle(batch) { yield batch }
-          end
-        end
+        read_each(max_items, failure_policy(retries, dead_letter), batch: true, &block)
       end
 
       # The next message, or nil once none came within timeout_ms. Its offset

@@ -38,7 +38,7 @@ RSpec.describe "Listeners (#{TestKafka::MODE} mode)", :kafka do
 
   it "decorates nothing when nobody listens to statistics.emitted" do
     producer = build_producer(kafka: { "statistics.interval.ms": 100 })
-    decorator = producer.instance_variable_get(:@state).instance_variable_get(:@statistics)
+    decorator = producer.instance_variable_get(:@life).state.instance_variable_get(:@statistics)
     expect(decorator).to receive(:call).never
     sleep 0.4
     producer.close

@@ -145,7 +145,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       expect(fenced.config.reload_on_transaction_fatal_error).to be(true)
       reloads = record_events(fenced.monitor, "producer.reloaded")
       fenced.transaction { fenced.produce_sync(topic: topic, payload: "before fencing") }
-      client = fenced.instance_variable_get(:@client)
+      client = fenced.client
       successor = build_transactional(transactional_id: transactional_id)
       successor.transaction { nil } # its init fences `fenced`
       id = SecureRandom.hex(4)
@@ -154,7 +154,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
         expect { fenced.transaction { fenced.produce_sync(topic: topic, payload: "fenced-#{id}") } }
           .to raise_error(Sluice::Errors::BaseError) { |e| expect([e.code, e.fatal?, e.transaction_outcome]).to eq([:fenced, true, :aborted]) }
       end
-      expect(fenced.instance_variable_get(:@client)).to equal(client)
+      expect(fenced.client).to equal(client)
       expect(reloads.events).to be_empty
       last = successor.transaction { successor.produce_sync(topic: topic, payload: "successor-#{id}") }
       expect(committed_from(last.offset).grep(/#{id}/)).to eq(["successor-#{id}"])
@@ -273,7 +273,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
                                       non_reloadable_errors: [], wait_backoff_on_transaction_fatal_error: 10)
       reloads = record_events(reloading.monitor, "producer.reloaded")
       reloading.transaction { reloading.produce_sync(topic: topic, payload: "before") }
-      old_client = reloading.instance_variable_get(:@client)
+      old_client = reloading.client
       build_transactional(transactional_id: transactional_id).transaction { nil } # fences `reloading`
       id = SecureRandom.hex(4)
 
@@ -282,7 +282,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
 
       expect(reloads.await.to_h).to include(producer_id: reloading.id, attempt: 1)
       expect(reloads.events.first[:error].code).to eq(:fenced)
-      expect(reloading.instance_variable_get(:@client)).not_to equal(old_client)
+      expect(reloading.client).not_to equal(old_client)
       expect(old_client).to be_closed # never two clients alive at once
       later = reloading.transaction { reloading.produce_sync(topic: topic, payload: "later-#{id}") }
       expect(committed_from(later.offset).grep(/#{id}/)).to eq(["later-#{id}"])
@@ -294,7 +294,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       reloads = record_events(idempotent.monitor, "producer.reloaded")
       idempotent.produce_sync(topic: "sluice-spec-1p", payload: "before")
       lingering = idempotent.produce_async(topic: "sluice-spec-1p", payload: "lingering")
-      old_client = idempotent.instance_variable_get(:@client)
+      old_client = idempotent.client
       break_idempotence(old_client, "spec: idempotence broke")
 
       report = idempotent.produce_sync(topic: "sluice-spec-1p", payload: "after")
@@ -339,7 +339,7 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       end
       errors = record_events(idempotent.monitor, "error.occurred")
       break_client = lambda do
-        break_idempotence(idempotent.instance_variable_get(:@client), "spec")
+        break_idempotence(idempotent.client, "spec")
       end
 
       break_client.call
@@ -363,9 +363,9 @@ RSpec.describe "Transactions at their edges", :kafka, timeout: 180 do
       reloads = record_events(idempotent.monitor, "producer.reloaded")
       # every new client breaks at once: the reloads cannot help
       idempotent.monitor.subscribe("producer.reloaded") do
-        break_idempotence(idempotent.instance_variable_get(:@client), "again")
+        break_idempotence(idempotent.client, "again")
       end
-      break_idempotence(idempotent.instance_variable_get(:@client), "first")
+      break_idempotence(idempotent.client, "first")
 
       expect { idempotent.produce_sync(topic: "sluice-spec-1p", payload: "never") }
         .to raise_error(Sluice::Errors::ProduceError) { |e| expect(e.fatal?).to be(true) }

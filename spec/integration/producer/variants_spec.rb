@@ -138,7 +138,7 @@ RSpec.describe "Variants (#{TestKafka::MODE} mode)", :kafka do
                                wait_backoff_on_idempotent_fatal_error: 1)
     variant = reloading.with(topic_config: { acks: "all" })
     variant.produce_sync(topic: "sluice-spec-many", payload: "before")
-    break_idempotence(reloading.instance_variable_get(:@client), "test")
+    break_idempotence(reloading.client, "test")
     reloaded = record_events(reloading.monitor, "producer.reloaded")
     expect(variant.produce_sync(topic: "sluice-spec-many", payload: "after")).to be_success
     expect(reloaded.events.size).to eq(1)

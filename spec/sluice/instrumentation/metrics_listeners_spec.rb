@@ -72,6 +72,14 @@ RSpec.describe "Metrics listeners" do
                                          [:gauge, "sluice.network.latency.avg", 700, ["client_id:p1", "kind:producer", "broker:k1:9092"]])
     end
 
+    it "counts a consumer's retries and dead letters" do
+      listener = described_class.new(client: dogstatsd, tag_format: :dogstatsd)
+      listener.on_consumer_retry(event("consumer.retry", consumer_id: "c1", topic: "orders"))
+      listener.on_consumer_dead_lettered(event("consumer.dead_lettered", consumer_id: "c1", topic: "orders", count: 2))
+      tags = ["client_id:c1", "kind:consumer", "topic:orders"]
+      expect(dogstatsd.calls).to eq([[:count, "sluice.consumer.retries", 1, tags], [:count, "sluice.consumer.dead_letters", 2, tags]])
+    end
+
     it "refuses a tag format it does not know" do
       expect { described_class.new(client: dogstatsd, tag_format: :json) }.to raise_error(ArgumentError, /tag_format must be one of/)
     end
@@ -89,6 +97,15 @@ RSpec.describe "Metrics listeners" do
       expect(registry.get(:sluice_network_latency_avg).get(labels.merge(broker: "k1:9092"))).to eq(700)
       expect(registry.get(:sluice_transaction_time).type).to eq(:histogram)
       expect(registry.get(:sluice_transaction_time).get(labels)[50]).to eq(1)
+    end
+
+    it "counts a consumer's retries and dead letters" do
+      listener = described_class.new(registry: registry)
+      listener.on_consumer_retry(event("consumer.retry", consumer_id: "c1", topic: "orders"))
+      listener.on_consumer_dead_lettered(event("consumer.dead_lettered", consumer_id: "c1", topic: "orders", count: 2))
+      labels = { client_id: "c1", kind: "consumer", topic: "orders" }
+      expect(registry.get(:sluice_consumer_retries_total).get(labels)).to eq(1)
+      expect(registry.get(:sluice_consumer_dead_letters_total).get(labels)).to eq(2)
     end
 
     it "shares the metrics a listener registered before it in the same registry" do

@@ -82,6 +82,13 @@ RSpec.describe Sluice::Instrumentation::Metrics do
       .to eq([:count, "polling.budget_exceeded", 1, { client_id: "c1", kind: "consumer" }])
   end
 
+  it "counts retries and dead-lettered messages by source topic" do
+    expect(metrics.retried(event(consumer_id: "c1", topic: "orders", attempt: 1)).first.to_a)
+      .to eq([:count, "consumer.retries", 1, { client_id: "c1", kind: "consumer", topic: "orders" }])
+    expect(metrics.dead_lettered(event(consumer_id: "c1", topic: "orders", count: 3)).first.to_a)
+      .to eq([:count, "consumer.dead_letters", 3, { client_id: "c1", kind: "consumer", topic: "orders" }])
+  end
+
   it "describes every metric it makes" do
     names = (described_class::ROOT + described_class::BROKER + described_class::PARTITION).map(&:name) + described_class::EVENTS.keys
     expect(described_class::HELP.keys).to match_array(names)
