@@ -29,6 +29,7 @@ module Sluice
     include Lifecycle
     include Arguments
     include Rendering
+    include Failure::Reading
 
     # Builds the consumer and connects it (it reads nothing before #subscribe
     # or #assign): the block fills in its settings, then validated and frozen.
@@ -131,12 +132,27 @@ module Sluice
     #   (a larger message still goes when it is the only one)
     # @param finish_within [Numeric] ms a stop, an error or a revocation waits
     #   for running blocks before leaving them (their offsets unstored)
+    # @param retries [Hash, nil] { attempts: 3, backoff: 0.1..30.0 }: a block
+    #   that raised (a StandardError) runs again for the same message, up to
+    #   attempts runs in all, after an exponential, jittered wait within backoff
+    #   (seconds) that #stop and close cut short (each_message then returns nil,
+    #   the message handed out again). It runs in the key's lane: the key's later
+    #   messages wait, other keys go on, no offset passes it (docs/FAILURES.md)
+    # @param dead_letter [String, Hash, nil] the topic, or { topic:, producer:,
+    #   partitioner: :same | :key | ->(message, partition_count) }: after the last
+    #   attempt the message goes there with its key, payload, headers and
+    #   timestamp, and source_topic, source_partition, source_offset,
+    #   source_consumer_group, source_attempts, error_class and error_message
+    #   headers; its offset is stored once that is acknowledged (a transactional
+    #   producer: committed in the same transaction; concurrency 1 only).
+    #   Without producer:, one made from the consumer's settings
     # @yieldparam message [Message]
     # @return [nil] once stopped
     # @raise [ArgumentError] a setting out of range
     # @raise [Errors::ConsumerClosedError]
     # @raise [Errors::ConsumerStateError] another thread or fiber is reading this consumer
     # @raise [Errors::AuthenticationError] the brokers refuse the consumer's credentials or TLS
+    # @raise [Errors::BaseError] a dead letter that could not be produced (nothing stored)
     # @example
     #   consumer.subscribe("orders")
     #   consumer.each_message do |message|
@@ -145,17 +161,21 @@ module Sluice
     #   end
     # @example 64 at once, each key's messages in order
     #   consumer.each_message(concurrency: 64, ordering: :key) { |message| Billing.charge(message.key, message.payload) }
-    def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000, &block)
+    # @example Three attempts, then the dead-letter topic
+    #   consumer.each_message(retries: { attempts: 3, backoff: 0.5..30.0 }, dead_letter: "orders.dlq") { |message| bill(message) }
+    def each_message(concurrency: 1, ordering: :key, max_buffered: nil, max_buffered_bytes: 64 << 20, finish_within: 30_000,
+                     retries: nil, dead_letter: nil, &block)
       settings = Parallelism.new(concurrency: concurrency, ordering: ordering, max_buffered: max_buffered,
                                  max_buffered_bytes: max_buffered_bytes, finish_within: finish_within)
-      return each_message_in_parallel(settings, &block) if settings.parallel?
+      policy = failure_policy(retries, dead_letter, settings.parallel?)
+      return each_message_in_parallel(settings, &(policy ? policy.wrap(block) : block)) if settings.parallel?
 
       open_client
       @inbox.reading do
         while (message = @inbox.take(nil))
           finished = false
           begin
-            yield message
+            policy ? policy.run(message, [message], &block) : yield(message)
             finished = true
           ensure
             rewind([message]) unless finished
@@ -163,7 +183,10 @@ module Sluice
           @inbox.processed(message)
         end
       end
+    rescue Failure::Abandoned
+      nil
     ensure
+      policy&.close
       after_reading
     end
 
@@ -174,6 +197,8 @@ module Sluice
     # @yieldparam messages [Array<Message>]
     # @param max_items [Integer] at most this many messages per batch
     # @param max_wait [Numeric] ms to wait for a batch to fill before yielding what there is
+    # @param retries [Hash, nil] as #each_message's: the whole batch runs again
+    # @param dead_letter [String, Hash, nil] as #each_message's: every message of the batch goes there
     # @return [nil] once stopped
     # @raise [ArgumentError] max_items or max_wait out of range
     # @raise [Errors::ConsumerClosedError]
@@ -182,10 +207,11 @@ module Sluice
     #   consumer.each_batch(max_items: 100) do |messages|
     #     Order.insert_all(messages.map { |message| JSON.parse(message.payload) })
     #   end
-    def each_batch(max_items: 500, max_wait: 100)
+    def each_batch(max_items: 500, max_wait: 100, retries: nil, dead_letter: nil, &block)
       raise ArgumentError, "max_items must be a positive Integer, got #{max_items.inspect}" unless max_items.is_a?(Integer) && max_items.positive?
 
       milliseconds(max_wait, "max_wait")
+      policy = failure_policy(retries, dead_letter, false)
 
       open_client
       @inbox.reading do
@@ -194,7 +220,7 @@ module Sluice
 
           finished = false
           begin
-            yield batch
+            policy ? policy.run(batch, batch, &block) : yield(batch)
             finished = true
           ensure
             rewind(batch) unless finished
@@ -202,7 +228,10 @@ module Sluice
           @inbox.processed_batch(batch)
         end
       end
+    rescue Failure::Abandoned
+      nil
     ensure
+      policy&.close
       after_reading
     end
 

@@ -132,7 +132,7 @@ module Sluice
       def shut_down
         deadline = @life.deadline
         leave_group(deadline) if quiet?(ms_until(deadline).clamp(1, nil))
-        @life.disconnect(@state, @client, [ms_until(deadline), DESTROY_GRACE].max)
+        @life.disconnect([ms_until(deadline), DESTROY_GRACE].max)
       end
 
       # Other threads' calls are refused from here on; those already inside
