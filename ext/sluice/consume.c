@@ -320,6 +320,24 @@ static VALUE consumer_wake_messages(VALUE self) {
  * #store_offset(message) — the same for one message, without an Array
  * around it (Consumer#store_offset: one allocation less per message).
  */
+/*
+ * The offsets librdkafka stored (not those it refused: partitions not
+ * assigned), noted per partition: a lost assignment cannot commit, and its
+ * offsets are known only here (Consumer::LeftBehind). One lookup per
+ * partition of a call, not per message.
+ */
+static void note_stored(client_t *c, const rd_kafka_topic_partition_list_t *list) {
+    consumer_t *con = sluice_consumer_of(c);
+    if (!con->stored) con->stored = rd_kafka_topic_partition_list_new(list->cnt);
+    for (int i = 0; i < list->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &list->elems[i];
+        if (tp->err || tp->offset < 0) continue;
+        rd_kafka_topic_partition_t *noted = rd_kafka_topic_partition_list_find(con->stored, tp->topic, tp->partition);
+        if (!noted) noted = rd_kafka_topic_partition_list_add(con->stored, tp->topic, tp->partition);
+        noted->offset = tp->offset;
+    }
+}
+
 static void store_offsets(client_t *c, const VALUE *messages, long n) {
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(n < 8 ? 1 : 8);
     rd_kafka_topic_partition_t *tp = NULL;
@@ -340,7 +358,7 @@ static void store_offsets(client_t *c, const VALUE *messages, long n) {
         int64_t next = (int64_t)FIX2LONG(offset) + 1;
         if (next > tp->offset) tp->offset = next;
     }
-    if (list->cnt > 0) rd_kafka_offsets_store(c->rk, list); /* per-partition errors: not assigned any more */
+    if (list->cnt > 0 && !rd_kafka_offsets_store(c->rk, list)) note_stored(c, list); /* per-partition errors: not assigned any more */
     rd_kafka_topic_partition_list_destroy(list);
 }
 
@@ -366,9 +384,32 @@ static VALUE consumer_store_offset(VALUE self, VALUE message) {
 static VALUE consumer_store_positions(VALUE self, VALUE positions) {
     client_t *c = sluice_consumer_open(self);
     rd_kafka_topic_partition_list_t *list = sluice_partitions_from(positions);
-    if (list->cnt > 0) rd_kafka_offsets_store(c->rk, list); /* per-partition errors: not assigned any more */
+    if (list->cnt > 0 && !rd_kafka_offsets_store(c->rk, list)) note_stored(c, list); /* per-partition errors: not assigned any more */
     rd_kafka_topic_partition_list_destroy(list);
     return Qnil;
+}
+
+/*
+ * #take_stored([[topic, partition], ...]) -> [[topic, partition, offset], ...]:
+ * the offset stored last for each of these partitions (those with one), then
+ * forgotten (they are being revoked: the next assignment stores afresh).
+ */
+static VALUE consumer_take_stored(VALUE self, VALUE partitions) {
+    consumer_t *con = sluice_consumer_of(sluice_consumer_open(self));
+    Check_Type(partitions, T_ARRAY);
+    VALUE out = rb_ary_new();
+    for (long i = 0; con->stored && i < RARRAY_LEN(partitions); i++) {
+        VALUE pair = rb_ary_entry(partitions, i);
+        Check_Type(pair, T_ARRAY);
+        VALUE topic = rb_ary_entry(pair, 0);
+        const char *name = StringValueCStr(topic);
+        int32_t partition = NUM2INT(rb_ary_entry(pair, 1));
+        rd_kafka_topic_partition_t *noted = rd_kafka_topic_partition_list_find(con->stored, name, partition);
+        if (!noted) continue;
+        rb_ary_push(out, rb_ary_new_from_args(3, topic, INT2FIX(partition), LL2NUM(noted->offset)));
+        rd_kafka_topic_partition_list_del(con->stored, name, partition);
+    }
+    return out;
 }
 
 struct commit_args {
@@ -610,6 +651,7 @@ void sluice_init_consume(VALUE klass) {
     rb_define_method(klass, "committed", consumer_committed, 2);
     rb_define_method(klass, "committed_metadata", consumer_committed_metadata, 2);
     rb_define_method(klass, "store_positions", consumer_store_positions, 1);
+    rb_define_method(klass, "take_stored", consumer_take_stored, 1);
     rb_define_method(klass, "watermarks", consumer_watermarks, 3);
     rb_define_method(klass, "pause", consumer_pause, 1);
     rb_define_method(klass, "resume", consumer_resume, 1);

@@ -250,6 +250,8 @@ static void free_taken(client_t *c) {
     con->taken = NULL;
     con->taken_messages = NULL;
     con->taken_count = con->taken_capa = 0;
+    if (con->stored) rd_kafka_topic_partition_list_destroy(con->stored);
+    con->stored = NULL;
 }
 
 static void release_taken(client_t *c) {
@@ -403,11 +405,12 @@ static size_t consumer_memsize(const client_t *c) {
     return (size_t)((const consumer_t *)c)->taken_capa * (sizeof(rd_kafka_event_t *) + sizeof(rd_kafka_message_t *));
 }
 
-/* The relay, the queues, the last #consume's events and the queue's pipe went to the teardown's copy. */
+/* The relay, the queues, the last #consume's events, the stored offsets and the queue's pipe went to the teardown's copy. */
 static void consumer_disown(client_t *c) {
     consumer_t *con = sluice_consumer_of(c);
     con->relay = NULL;
     con->queue = con->sasl_queue = NULL;
+    con->stored = NULL;
     con->taken = NULL;
     con->taken_messages = NULL;
     con->taken_count = con->taken_capa = 0;

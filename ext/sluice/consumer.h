@@ -29,6 +29,8 @@ typedef struct {
     VALUE render_ops, render_null; /* #render_batches: fetched messages as text (render.c); nil: as Messages */
     int closing;               /* close began: calls of other threads are refused (consumer.c) */
     VALUE closer;              /* the thread running that close (nil before) */
+    rd_kafka_topic_partition_list_t *stored; /* the offset stored last per partition, until revoked (consume.c's
+                                                #take_stored: librdkafka has no getter); freed with taken */
 } consumer_t;
 
 /* Only for a client of the consumer kind (sluice_consumer_open checks). */

@@ -530,28 +530,34 @@ module Sluice
     # committed before they go. A failure is reported, and so is what it
     # leaves behind on the revoked partitions: their next owner reads those
     # messages again (at least once), or, with auto.offset.reset: latest and
-    # nothing committed yet, skips them.
+    # nothing committed yet, skips them; this member, given one back,
+    # resumes after them (LeftBehind).
     def commit_before_revoke(timeout_ms, revoked)
       return unless @config.auto_commit?
 
       timeout_ms ||= @config.max_wait_timeout
-
+      stored = @client.take_stored(revoked)
       code, offsets = Shared::Blocking.call { @client.commit(nil, false, timeout_ms, true) }
       return unless code
 
       error = KafkaError.new(code)
       instrument("error.occurred", type: "consumer.commit_error", error: error)
       left = left_behind(revoked, offsets)
+      @left_behind.remember(offsets ? left.flat_map { |topic, by| by.map { |partition, offset| [topic, partition, offset] } } : stored)
       instrument("consumer.offsets_left_behind", partitions: left, error: error, lost: false) unless left.empty?
     end
 
     # A lost assignment (this member's session ended: the coordinator was
     # unreachable for session.timeout.ms) is revoked without a commit: what
-    # was stored since the last commit is left behind, offsets not known.
+    # was stored since the last commit is left behind (nil: nothing stored).
     def lost_uncommitted(revoked)
       return unless @config.auto_commit?
 
-      instrument("consumer.offsets_left_behind", partitions: left_behind(revoked, nil), error: nil, lost: true)
+      stored = @client.take_stored(revoked)
+      @left_behind.remember(stored)
+      known = stored.to_h { |topic, partition, offset| [[topic, partition], offset] }
+      left = by_topic(revoked) { |topic, partition| [partition, known[[topic, partition]]] }.transform_values(&:to_h)
+      instrument("consumer.offsets_left_behind", partitions: left, error: nil, lost: true)
     end
 
     # The revoked partitions the failed commit had an offset for, with it;

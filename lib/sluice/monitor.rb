@@ -41,6 +41,7 @@ module Sluice
       consumer.revoke_waiting
       consumer.offsets_committed
       consumer.offsets_left_behind
+      consumer.offsets_recovered
       consumer.partition_eof
       consumer.retry
       consumer.dead_lettered

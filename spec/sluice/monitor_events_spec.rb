@@ -15,7 +15,7 @@ RSpec.describe Sluice::Monitor, "subscriptions" do
       "producer.connected", "producer.closing", "producer.closed", "producer.reload", "producer.reloaded",
       "poller.budget_exceeded", "poller.producer_registered", "poller.producer_unregistered",
       "consumer.partitions_assigned", "consumer.partitions_revoked", "consumer.revoke_waiting", "consumer.offsets_committed",
-      "consumer.offsets_left_behind",
+      "consumer.offsets_left_behind", "consumer.offsets_recovered",
       "consumer.partition_eof", "consumer.retry", "consumer.dead_lettered", "consumer.retry_scheduled", "consumer.retry_waiting",
       "consumer.connected", "consumer.closing", "consumer.closed",
       "poller.consumer_registered", "poller.consumer_unregistered",

@@ -67,9 +67,10 @@ module Sluice
       def connected(client, state)
         super
         @refusals_raised = 0
+        @left_behind = LeftBehind.new(client: client, instrument: method(:instrument), timeout_ms: @config.max_wait_timeout)
         @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2, seek_timeout_ms: @config.max_wait_timeout,
                            rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), lost: method(:lost_uncommitted),
-                                                      instrument: method(:instrument)),
+                                                      instrument: method(:instrument), left_behind: @left_behind),
                            instrument: method(:instrument), refused: method(:new_auth_failure))
         @parallel = nil # a concurrent each_message's ParallelReading while it reads
       end

@@ -7,8 +7,9 @@ module Sluice
     # coordinator gave, and before partitions are given up commits their
     # stored offsets, so their next owner starts after what was processed
     # here (a commit that fails leaves them behind: Consumer reports it as
-    # consumer.offsets_left_behind). Both the eager and the cooperative-sticky protocols: cooperative
-    # rebalances assign and revoke increments.
+    # consumer.offsets_left_behind; given back, such a partition resumes
+    # after them: LeftBehind). Both the eager and the cooperative-sticky
+    # protocols: cooperative rebalances assign and revoke increments.
     #
     # Each event is answered once: the Inbox keeps one whose answer a stop
     # (Fiber#raise) cut short and hands it here again; one answered already
@@ -17,10 +18,12 @@ module Sluice
       # @param commit [#call] (ms or nil, revoked pairs): commits before a revoke
       # @param lost [#call, nil] (revoked pairs): a lost assignment, which
       #   cannot commit (the group went on without this member)
-      def initialize(client:, commit:, instrument:, lost: nil)
+      # @param left_behind [LeftBehind, nil] where partitions given back start
+      def initialize(client:, commit:, instrument:, lost: nil, left_behind: nil)
         @client = client
         @commit = commit
         @lost = lost
+        @left_behind = left_behind
         @instrument = instrument
       end
 
@@ -51,6 +54,13 @@ module Sluice
       private
 
       def assign(pairs, incremental)
+        return answer_assign(pairs, incremental) unless @left_behind
+
+        assignment, remembered = @left_behind.starts(pairs)
+        answer_assign(assignment, incremental).tap { @left_behind.recover(remembered) }
+      end
+
+      def answer_assign(pairs, incremental)
         answered!(@client.assign(pairs, incremental), "assign", [])
         @instrument.call("consumer.partitions_assigned", partitions: by_topic(pairs))
         []
@@ -87,7 +97,7 @@ module Sluice
                                            error: Errors::ConsumerError.new(action, KafkaError.from_tuple(error)))
       end
 
-      def by_topic(pairs) = pairs.group_by(&:first).transform_values { |list| list.map(&:last).sort }
+      def by_topic(pairs) = pairs.group_by(&:first).transform_values { |list| list.map { |entry| entry[1] }.sort }
     end
   end
 end
