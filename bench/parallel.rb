@@ -91,7 +91,7 @@ module Bench
       <<~MD
         ## Parallel consumption (issue 43)
 
-        #{title}. `bin/bench parallel` (bench/parallel.rb), #{Time.now.utc.strftime("%Y-%m-%d")}, #{machine[:cpu]}, Kafka #{machine[:kafka]}.
+        #{title}. `#{["bin/bench parallel", @opts[:command]].compact.join(" ").strip}` (bench/parallel.rb), #{Time.now.utc.strftime("%Y-%m-%d")}, #{machine[:cpu]}, Kafka #{machine[:kafka]}.
         A cell reads until #{@opts[:messages]} messages or #{@opts[:seconds].round} s; msg/s is over what it read; CPU is the
         process's (every thread) per message; violations: a key's message started before an earlier one of it. ✓: at least
         80% of concurrency / 10 ms. workers: `threads`, each_message called from a plain thread; `fibers`, called inside
@@ -226,6 +226,7 @@ if $PROGRAM_NAME == __FILE__
   $stdout.sync = true # a row per cell as it ends (the run takes minutes)
   opts = { messages: 100_000, seconds: 20, concurrency: [1, 16, 64, 256], orderings: %i[key partition], partitions: [1, 6], modes: [:fd],
            workers: Bench::ParallelConsumer.available? ? %i[threads fibers pc] : %i[threads fibers], reps: 1, write: true }
+  opts[:command] = ARGV.join(" ")
   OptionParser.new do |o|
     o.on("--messages N", Integer) { |v| opts[:messages] = v }
     o.on("--seconds S", Float, "a cell's longest read") { |v| opts[:seconds] = v }
