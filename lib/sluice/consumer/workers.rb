@@ -29,6 +29,7 @@ module Sluice
       # concurrency 256 each wake-up waits for the GVL behind the workers
       # (issue 58, item 5), and a batch of room is as good as one.
       WAKE_BATCH_SHARE = 16
+      # The largest batch of ends the reader is woken for.
       WAKE_BATCH_MAX = 16
 
       # @param stopped [#call] true once the read was stopped: nothing starts then
