@@ -57,7 +57,8 @@ module Bench
           end
         end
       end
-      write_block("parallel", markdown) if @opts[:write]
+      # With PC rows the run is a block of its own: the matrix without them stays.
+      write_block(@pc ? "parallel-pc" : "parallel", markdown, command: "parallel") if @opts[:write]
     end
 
     private
@@ -89,7 +90,7 @@ module Bench
           "#{versus_pc(rate, ordering, partitions, concurrency)} | #{(cpu * 1e6 / count).round} | #{violations} |"
       end
       <<~MD
-        ## Parallel consumption (issue 43)
+        ## Parallel consumption#{@pc ? ", beside Confluent's Parallel Consumer (issue 58, item 5)" : " (issue 43)"}
 
         #{title}. `#{["bin/bench parallel", @opts[:command]].compact.join(" ").strip}` (bench/parallel.rb), #{Time.now.utc.strftime("%Y-%m-%d")}, #{machine[:cpu]}, Kafka #{machine[:kafka]}.
         A cell reads until #{@opts[:messages]} messages or #{@opts[:seconds].round} s; msg/s is over what it read; CPU is the
@@ -109,7 +110,7 @@ module Bench
 
     # This rate over PC's in the same cell (ordering, partitions, concurrency), or "—" without PC.
     def versus_pc(rate, ordering, partitions, concurrency)
-      pc = @rows.find { |_, workers, *cell| workers == :pc && cell == [ordering, partitions, concurrency] } or return "—"
+      pc = @rows.find { |_, workers, *cell, _| workers == :pc && cell == [ordering, partitions, concurrency] } or return "—"
 
       count, seconds = pc.last
       format("%.2f", rate / (count / seconds))
