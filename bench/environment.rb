@@ -63,9 +63,9 @@ module Bench
     # A runner's own block of RESULTS.md, between its marks; bin/bench (bench/run.rb) keeps every block.
     BLOCK = /^<!-- (\w+)-bench:begin.*?^<!-- \1-bench:end -->\n?/m
 
-    def write_block(name, markdown)
+    def write_block(name, markdown, command: name)
       old = File.exist?(RESULTS) ? File.read(RESULTS) : "# Benchmark results\n"
-      block = "<!-- #{name}-bench:begin (written by bin/bench #{name}; bin/bench keeps it) -->\n#{markdown.strip}\n<!-- #{name}-bench:end -->\n"
+      block = "<!-- #{name}-bench:begin (written by bin/bench #{command}; bin/bench keeps it) -->\n#{markdown.strip}\n<!-- #{name}-bench:end -->\n"
       pattern = /^<!-- #{name}-bench:begin.*?^<!-- #{name}-bench:end -->\n?/m
       File.write(RESULTS, old.match?(pattern) ? old.sub(pattern) { block } : "#{old.rstrip}\n\n#{block}")
     end

@@ -15,7 +15,10 @@
 #
 #   ruby bench/parallel.rb [--messages 100000] [--seconds 20] [--concurrency 1,16,64,256]
 #                          [--orderings key,partition] [--partitions 1,6] [--modes fd]
-#                          [--workers threads,fibers] [--no-write]
+#                          [--workers threads,fibers,pc] [--reps 3] [--no-write]
+#
+# pc: Confluent's Parallel Consumer on the same workload (bench/pc), a row
+# beside each cell, when javac and its jars (tmp/pc/lib) are there.
 
 require "optparse"
 require "securerandom"
@@ -24,6 +27,7 @@ require_relative "environment"
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "sluice"
 require "async"
+require_relative "pc/parallel_consumer"
 
 module Bench
   class Parallel
@@ -38,6 +42,7 @@ module Bench
       @opts = opts
       @brokers = brokers
       @rows = []
+      @pc = ParallelConsumer.new(@brokers, opts[:messages], opts[:seconds]) if opts[:workers].include?(:pc)
     end
 
     def run
@@ -48,16 +53,29 @@ module Bench
         topic = prepare(partitions)
         @opts[:modes].each do |mode|
           @opts[:orderings].each do |ordering|
-            @opts[:concurrency].product(@opts[:workers]) do |concurrency, workers|
-              row(mode, workers, ordering, partitions, concurrency, cell(topic, partitions, mode, workers, concurrency, ordering))
-            end
+            @opts[:concurrency].each { |concurrency| alternated(topic, partitions, mode, ordering, concurrency) }
           end
         end
       end
-      write_block("parallel", markdown) if @opts[:write]
+      # With PC rows the run is a block of its own: the matrix without them stays.
+      write_block(@pc ? "parallel-pc" : "parallel", markdown, command: "parallel") if @opts[:write]
     end
 
     private
+
+    # Each kind of worker (and PC) in turn, --reps times; a row each, its median run by rate.
+    def alternated(topic, partitions, mode, ordering, concurrency)
+      runs = Hash.new { |h, k| h[k] = [] }
+      @opts[:reps].times do
+        @opts[:workers].each do |workers|
+          runs[workers] << (workers == :pc ? @pc.cell(topic, ordering, concurrency) : cell(topic, partitions, mode, workers, concurrency, ordering))
+        end
+      end
+      runs.each do |workers, results|
+        median = results.sort_by { |count, seconds| count / seconds }[results.size / 2]
+        row(workers == :pc ? :jvm : mode, workers, ordering, partitions, concurrency, median)
+      end
+    end
 
     def title
       "each_message(concurrency:), a #{(SLEEP * 1000).round} ms sleep per message, #{@opts[:messages]} messages, #{KEYS} keys; " \
@@ -69,12 +87,12 @@ module Bench
         rate = count / seconds
         goal = rate >= concurrency / SLEEP * 0.8 ? " ✓" : ""
         "| #{mode} | #{workers} | :#{ordering} | #{partitions} | #{concurrency} | #{count} | #{seconds.round(1)} | #{rate.round}#{goal} | " \
-          "#{(cpu * 1e6 / count).round} | #{violations} |"
+          "#{versus_pc(rate, ordering, partitions, concurrency)} | #{(cpu * 1e6 / count).round} | #{violations} |"
       end
       <<~MD
-        ## Parallel consumption (issue 43)
+        ## Parallel consumption#{@pc ? ", beside Confluent's Parallel Consumer (issue 58, item 5)" : " (issue 43)"}
 
-        #{title}. `bin/bench parallel` (bench/parallel.rb), #{Time.now.utc.strftime("%Y-%m-%d")}, #{machine[:cpu]}, Kafka #{machine[:kafka]}.
+        #{title}. `#{["bin/bench parallel", @opts[:command]].compact.join(" ").strip}` (bench/parallel.rb), #{Time.now.utc.strftime("%Y-%m-%d")}, #{machine[:cpu]}, Kafka #{machine[:kafka]}.
         A cell reads until #{@opts[:messages]} messages or #{@opts[:seconds].round} s; msg/s is over what it read; CPU is the
         process's (every thread) per message; violations: a key's message started before an earlier one of it. ✓: at least
         80% of concurrency / 10 ms. workers: `threads`, each_message called from a plain thread; `fibers`, called inside
@@ -82,10 +100,28 @@ module Bench
         messages in the order librdkafka hands them over, a fetch batch of one partition after another: under `:partition`
         the bound fills with one partition's messages and the others wait (README, "Parallel consumption").
 
-        | mode | workers | ordering | partitions | concurrency | messages | s | msg/s | µs CPU/msg | violations |
-        |---|---|---|---|---|---|---|---|---|---|
+        #{pc_note}
+
+        | mode | workers | ordering | partitions | concurrency | messages | s | msg/s | × PC | µs CPU/msg | violations |
+        |---|---|---|---|---|---|---|---|---|---|---|
         #{rows.join("\n")}
       MD
+    end
+
+    # This rate over PC's in the same cell (ordering, partitions, concurrency), or "—" without PC.
+    def versus_pc(rate, ordering, partitions, concurrency)
+      pc = @rows.find { |_, workers, *cell, _| workers == :pc && cell == [ordering, partitions, concurrency] } or return "—"
+
+      count, seconds = pc.last
+      format("%.2f", rate / (count / seconds))
+    end
+
+    def pc_note
+      return "No PC rows: run with `--workers threads,fibers,pc` where javac and PC's jars are (bench/pc/README.md)." unless @pc
+
+      "`pc`: Confluent's Parallel Consumer #{ParallelConsumer::VERSION} (bench/pc/ParallelBench.java, Java #{@pc.java_version}) on the same " \
+        "topic and block, its own group (subscribe; the clock of every row starts at its first block). Rows: the median run (by msg/s) " \
+        "of #{@opts[:reps]}, the workers alternated run by run; × PC: msg/s over PC's in the same cell."
     end
 
     def row(mode, workers, ordering, partitions, concurrency, result)
@@ -153,12 +189,14 @@ module Bench
         @count = 0
         @violations = 0
         @last = {}
-        @started = now
-        @deadline = @started + seconds
+        @seconds = seconds
       end
 
+      # The clock starts at the first block, as PC's (bench/pc) does: not at the connection.
       def started(message)
         @lock.synchronize do
+          @started ||= now
+          @deadline ||= @started + @seconds
           key = [message.partition, message.key]
           previous = @last[key]
           @violations += 1 if previous && message.offset < previous
@@ -176,7 +214,7 @@ module Bench
         end
       end
 
-      def seconds = (@ended || now) - @started
+      def seconds = (@ended || now) - (@started || now)
 
       private
 
@@ -188,7 +226,8 @@ end
 if $PROGRAM_NAME == __FILE__
   $stdout.sync = true # a row per cell as it ends (the run takes minutes)
   opts = { messages: 100_000, seconds: 20, concurrency: [1, 16, 64, 256], orderings: %i[key partition], partitions: [1, 6], modes: [:fd],
-           workers: %i[threads fibers], write: true }
+           workers: Bench::ParallelConsumer.available? ? %i[threads fibers pc] : %i[threads fibers], reps: 1, write: true }
+  opts[:command] = ARGV.join(" ")
   OptionParser.new do |o|
     o.on("--messages N", Integer) { |v| opts[:messages] = v }
     o.on("--seconds S", Float, "a cell's longest read") { |v| opts[:seconds] = v }
@@ -196,7 +235,8 @@ if $PROGRAM_NAME == __FILE__
     o.on("--orderings LIST", Array) { |v| opts[:orderings] = v.map(&:to_sym) }
     o.on("--partitions LIST", Array) { |v| opts[:partitions] = v.map { |c| Integer(c) } }
     o.on("--modes LIST", Array) { |v| opts[:modes] = v.map(&:to_sym) }
-    o.on("--workers LIST", Array, "threads, fibers (inside Async { })") { |v| opts[:workers] = v.map(&:to_sym) }
+    o.on("--workers LIST", Array, "threads, fibers (inside Async { }), pc (Parallel Consumer)") { |v| opts[:workers] = v.map(&:to_sym) }
+    o.on("--reps N", Integer, "runs of each cell, workers alternated; the median is kept") { |v| opts[:reps] = v }
     o.on("--no-write", "leave bench/RESULTS.md alone") { opts[:write] = false }
   end.parse!
   Bench::Parallel.new(opts).run

@@ -24,6 +24,13 @@ module Sluice
       # block's (it ends the worker), and an Exception, as Thread#kill is not
       # stopped by a block's `rescue => e`.
       class Stop < Exception; end # rubocop:disable Lint/InheritException -- see above
+      # The reader waiting for room is woken once this share of the workers
+      # ended blocks (at most WAKE_BATCH_MAX), not on every end: at
+      # concurrency 256 each wake-up waits for the GVL behind the workers
+      # (issue 58, item 5), and a batch of room is as good as one.
+      WAKE_BATCH_SHARE = 16
+      # The largest batch of ends the reader is woken for.
+      WAKE_BATCH_MAX = 16
 
       # @param stopped [#call] true once the read was stopped: nothing starts then
       # @param cutoff [#call] when #settle stops waiting whatever its seconds (a Shared::Clock#now value; nil: never)
@@ -41,6 +48,7 @@ module Sluice
         @blocks = {} # worker => the message its block runs
         @size = 0 # taken, not finished: waiting or running
         @bytes = 0
+        @batch = (count / WAKE_BATCH_SHARE).clamp(1, WAKE_BATCH_MAX)
         @pool = (Shared::Blocking.fiber_scheduled? ? FiberPool : ThreadPool).new(count) { serve }
       end
 
@@ -156,9 +164,14 @@ module Sluice
 
       private
 
+      # A worker ends its block and takes the next message in one lock, and
+      # wakes no other worker for work it takes itself: on threads each lock
+      # and wake-up may wait for the GVL behind every other worker.
       def serve
-        while (message = next_message)
-          ended(message, run(message))
+        message = @lock.synchronize { next_message }
+        while message
+          error = run(message)
+          message = @lock.synchronize { ended(message, error) || next_message }
         end
       end
 
@@ -172,34 +185,37 @@ module Sluice
         e
       end
 
+      # Under the lock. A worker with nothing to start wakes the reader before
+      # it waits: what finished makes room for more.
       def next_message
-        @lock.synchronize do
-          loop do
-            return if @stopping
+        loop do
+          return if @stopping
 
-            message = @lanes.start unless @held || @read_stopped.call
-            if message
-              @running += 1
-              @blocks[@pool.worker] = message
-              return message
-            end
-            Shared::Blocking.wait(@work, @lock)
+          message = @lanes.start unless @held || @read_stopped.call
+          if message
+            @running += 1
+            @blocks[@pool.worker] = message
+            return message
           end
+          @change.broadcast unless @finished.empty?
+          Shared::Blocking.wait(@work, @lock)
         end
       end
 
-      # After an error nothing else starts: the read stops, as it does with one block at a time.
+      # Under the lock; nil. After an error nothing else starts: the read
+      # stops, as it does with one block at a time. The reader is woken for a
+      # batch of ends (its hand-outs come in batches too), or when it may wait
+      # for this one (#settle holds; the last block ended); a worker left idle
+      # wakes it too (#next_message).
       def ended(message, error)
-        @lock.synchronize do
-          @running -= 1
-          @blocks.delete(@pool.worker)
-          @lanes.finished(message)
-          forget(message)
-          @held = true if error
-          @finished << Finish.new(message, error)
-          @change.broadcast
-          @work.signal unless @held
-        end
+        @running -= 1
+        @blocks.delete(@pool.worker)
+        @lanes.finished(message)
+        forget(message)
+        @held = true if error
+        @finished << Finish.new(message, error)
+        @change.broadcast if @held || @running.zero? || @finished.size >= @batch
+        nil
       end
 
       def forget(message)
