@@ -542,33 +542,14 @@ module Sluice
 
       error = KafkaError.new(code)
       instrument("error.occurred", type: "consumer.commit_error", error: error)
-      left = left_behind(revoked, offsets)
-      @left_behind.remember(offsets ? left.flat_map { |topic, by| by.map { |partition, offset| [topic, partition, offset] } } : stored)
-      instrument("consumer.offsets_left_behind", partitions: left, error: error, lost: false) unless left.empty?
+      @left_behind.commit_failed(revoked, offsets, stored, error)
     end
 
     # A lost assignment (this member's session ended: the coordinator was
     # unreachable for session.timeout.ms) is revoked without a commit: what
-    # was stored since the last commit is left behind (nil: nothing stored).
+    # was stored since the last commit is left behind.
     def lost_uncommitted(revoked)
-      return unless @config.auto_commit?
-
-      stored = @client.take_stored(revoked)
-      @left_behind.remember(stored)
-      known = stored.to_h { |topic, partition, offset| [[topic, partition], offset] }
-      left = by_topic(revoked) { |topic, partition| [partition, known[[topic, partition]]] }.transform_values(&:to_h)
-      instrument("consumer.offsets_left_behind", partitions: left, error: nil, lost: true)
-    end
-
-    # The revoked partitions the failed commit had an offset for, with it;
-    # when the commit did not answer in time, every revoked one, with nil
-    # (not known: it may still land).
-    def left_behind(revoked, offsets)
-      return by_topic(revoked) { |_, partition| [partition, nil] }.transform_values(&:to_h) unless offsets
-
-      attempted = offsets.to_h { |topic, partition, offset| [[topic, partition], offset] }
-      kept = revoked.filter_map { |topic, partition| (offset = attempted[[topic, partition]]) && offset >= 0 && [topic, partition, offset] }
-      by_topic(kept).transform_values(&:to_h)
+      @left_behind.lost(revoked, @client.take_stored(revoked)) if @config.auto_commit?
     end
 
     # The messages' partitions go back to their first one here: none of them

@@ -39,6 +39,37 @@ module Sluice
         end
       end
 
+      # A revocation's commit failed: reports what it leaves behind on the
+      # revoked partitions (consumer.offsets_left_behind), and keeps it.
+      # @param revoked [Array<Array(String, Integer)>]
+      # @param offsets [Array, nil] the failed commit's [[topic, partition, offset], ...]; nil when it
+      #   did not answer in time (every revoked partition is reported, its offset not known: it may still land)
+      # @param stored [Array<Array(String, Integer, Integer)>] what was stored on them, kept when offsets is nil
+      # @param error [KafkaError] why the commit failed
+      # @return [void]
+      def commit_failed(revoked, offsets, stored, error)
+        left = if offsets
+                 attempted = offsets.to_h { |topic, partition, offset| [[topic, partition], offset] }
+                 revoked.filter_map { |pair| (offset = attempted[pair]) && offset >= 0 && [pair, offset] }.to_h
+               else
+                 revoked.to_h { |pair| [pair, nil] }
+               end
+        remember(offsets ? left.map { |pair, offset| [*pair, offset] } : stored)
+        @instrument.call("consumer.offsets_left_behind", partitions: by_topic(left), error: error, lost: false) unless left.empty?
+      end
+
+      # A lost assignment is revoked without a commit (the group went on
+      # without this member): what was stored since the last one is left
+      # behind, reported (nil where nothing was stored) and kept.
+      # @param revoked [Array<Array(String, Integer)>]
+      # @param stored [Array<Array(String, Integer, Integer)>]
+      # @return [void]
+      def lost(revoked, stored)
+        remember(stored)
+        known = stored.to_h { |topic, partition, offset| [[topic, partition], offset] }
+        @instrument.call("consumer.offsets_left_behind", partitions: by_topic(revoked.to_h { |pair| [pair, known[pair]] }), error: nil, lost: true)
+      end
+
       # The assignment to answer, each remembered partition at its offset
       # left behind (then forgotten: #recover deals with it).
       # @param pairs [Array<Array(String, Integer)>]
