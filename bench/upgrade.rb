@@ -53,6 +53,7 @@ require_relative "../spec/support/test_cluster"
 require_relative "../spec/support/consumer_groups"
 require_relative "../spec/cluster/exactly_once_workers"
 require_relative "upgrade/clients"
+require_relative "upgrade/duplicates"
 require_relative "upgrade/report"
 
 module Upgrade
@@ -137,9 +138,10 @@ module Upgrade
     def start_load
       FileUtils.rm_f(Dir[File.join(@options[:logs], "slot*")]) # an earlier run's workers
       @clients = Clients.new(@env)
-      # eos: the idempotent producer's state changes (epoch bumps, drains) in its stderr log, for a duplicate's diagnosis.
+      # eos,msg,broker: the idempotent producer's state changes (epoch bumps, drains), each request's fate (base
+      # sequence, error, retry) and its connections in its stderr log (tmp/upgrade/pN.err), for a duplicate's diagnosis.
       @options[:producers].times do |i|
-        @clients.start(:producer, "p#{i}", "TOPIC" => @input, "RATE" => @options[:rate].to_s, "KAFKA_DEBUG" => "eos")
+        @clients.start(:producer, "p#{i}", "TOPIC" => @input, "RATE" => @options[:rate].to_s, "KAFKA_DEBUG" => "eos,msg,broker")
       end
       @options[:members].times { |i| @clients.start(:consumer, "classic-#{i}", "GROUP" => @group, "INPUT" => @input) }
       @clients.start(:lag, "lag", "GROUP" => @group)
@@ -239,9 +241,30 @@ module Upgrade
       @report.unclean_exits = statuses.reject { |_, status| status.success? }.map(&:first)
       @clients.stop_reading
       @clients.write_stderr(@options[:logs])
-      @report.count(input: read_back(@input, "read_uncommitted"), output: read_back(@output, "read_committed"),
-                    expected: @expected, seen: @clients.seen, errors: @clients.errors, eos_failed: @eos.failed)
+      duplicates = @report.count(input: read_back(@input, "read_uncommitted"), output: read_back(@output, "read_committed"),
+                                 expected: @expected, seen: @clients.seen, errors: @clients.errors, eos_failed: @eos.failed)
+      explain(duplicates)
       nil
+    end
+
+    # Each input duplicate's copies in the nodes' files and its producer's
+    # delivery reports, and that producer's debug trace, while the cluster runs.
+    def explain(duplicates)
+      return if duplicates.empty?
+
+      files = Duplicates.new(Array.new(3) { |i| File.join(node_dir(i + 1), "data") }, File.join(ROOT, "tmp/kafka/libs", @options[:to], "*"),
+                             @options[:to])
+      duplicates.each do |payload, places|
+        name, number = payload.split(":")
+        @report.explain(payload, files.explain(@input, places, @clients.reports(name, Integer(number))) +
+                                 Duplicates.trace(File.join(@options[:logs], "#{name}.err"), places.map(&:first).uniq))
+      end
+    end
+
+    # Node n's directory (bin/lib/kafka/cluster.sh: the default port's have no port in their name).
+    def node_dir(node)
+      port = ENV.fetch("KAFKA_CLUSTER_PORT", "19092")
+      File.join(ROOT, "tmp/kafka", port == "19092" ? "cluster-#{node}" : "cluster-#{port}-#{node}")
     end
 
     # @return [Array<Array(String, Integer, Integer)>] [payload, partition, offset] of every message
