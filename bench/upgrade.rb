@@ -256,8 +256,8 @@ module Upgrade
                              @options[:to])
       duplicates.each do |payload, places|
         name, number = payload.split(":")
-        @report.explain(payload, files.explain(@input, places, @clients.reports(name, Integer(number))) +
-                                 Duplicates.trace(File.join(@options[:logs], "#{name}.err"), places.map(&:first).uniq))
+        @report.explain(payload, files.explain(@input, places, @clients.reports(name, Integer(number)),
+                                               File.join(@options[:logs], "#{name}.err")))
       end
     end
 

@@ -12,8 +12,13 @@ module Upgrade
   # again after an epoch bump, which the broker cannot tell from a new
   # message (idempotence holds within an epoch only).
   class Duplicates
-    # Lines of librdkafka's debug log that trace a write's fate around a restart.
-    TRACE = /encountered error|ERRSEQ|skipped sequence|epoch bump|Bumping|[Dd]rain|PID|implicitly acked|Timed out|[Rr]etry|possibly persisted/
+    # Lines of librdkafka's debug log (eos,msg,broker) that trace a write's
+    # fate around a restart: request errors, drains, retries, epoch bumps,
+    # disconnects.
+    TRACE = / (REQERR|DRAIN|IDEMPSTATE|NEWPID|RESETSEQ|FAIL|ERRSEQ|ERRPID|UNKPID|REQTMOUT|TIMEOUT): |encountered error|implicitly acked/
+    # The trace printed: from this long before the first copy was created to this long after the last.
+    BEFORE = 15
+    AFTER = 5
 
     # @param data_dirs [Array<String>] each node's data directory
     # @param libs [String] a Kafka version's jars (a glob)
@@ -27,24 +32,48 @@ module Upgrade
 
     # @param places [Array<Array(Integer, Integer)>] [partition, offset] of each copy
     # @param reports [Array<String>] the producer's delivery reports for the number ("acked", "failed ERROR")
-    # @return [Array<String>] one line per copy, then the delivery reports
-    def explain(topic, places, reports)
-      copies = places.map { |partition, offset| "copy at #{partition}/#{offset}: #{describe(record(topic, partition, offset))}" }
-      copies << "delivery reports for it: #{reports.empty? ? "none" : reports.join(", ")}"
-    end
+    # @param log [String] the producer's debug log
+    # @return [Array<String>] one line per copy, the delivery reports, then the trace around the copies
+    def explain(topic, places, reports, log)
+      records = places.map { |partition, offset| record(topic, partition, offset) }
+      lines = places.zip(records).map { |(partition, offset), record| "copy at #{partition}/#{offset}: #{describe(record)}" }
+      lines << "delivery reports for it: #{reports.empty? ? "none" : reports.join(", ")}"
+      created = records.compact.map { |record| Integer(record[:CreateTime]) / 1000.0 }
+      return lines if created.empty?
 
-    # The lines of a producer's debug log that say what happened to its writes
-    # (errors, epoch bumps, drains, retries) on the given partitions or on no
-    # one partition, the first limit of them.
-    def self.trace(log, partitions, limit = 60)
-      return [] unless File.exist?(log)
-
-      File.foreach(log).select do |line|
-        line.match?(TRACE) && (!line.match?(/ \[\d+\]/) || partitions.any? { |partition| line.include?(" [#{partition}]") })
-      end.first(limit).map(&:chomp)
+      # the copies' own batches: produced and delivered (or not), under which PID
+      own = records.compact.map { |record| Regexp.new("BaseSeq #{record[:baseSequence]}\\b") }
+      lines + trace(log, places.map(&:first).uniq, own, created.min - BEFORE, created.max + AFTER)
     end
 
     private
+
+    # The log's TRACE lines and those matching one of own, on the given
+    # partitions or on none, logged between
+    # from and till (epoch seconds; the lines' times are the day's, UTC).
+    def trace(log, partitions, own, from, till)
+      return ["no debug log #{log}"] unless File.exist?(log)
+
+      day = Time.at(from).utc.then { |t| Time.utc(t.year, t.month, t.day).to_f }
+      File.foreach(log).filter_map do |line|
+        at = logged_at(line, day)
+        next unless at&.between?(from, till) && on?(line, partitions)
+
+        "trace: #{line.chomp}" if line.match?(TRACE) || own.any? { |pattern| line.match?(pattern) }
+      end
+    end
+
+    # A debug line's time (HH:MM:SS.mmm) as epoch seconds.
+    def logged_at(line, day)
+      hours, minutes, seconds = line[/\A\d\d:\d\d:\d\d\.\d+/]&.split(":")
+      hours && (day + (Integer(hours, 10) * 3600) + (Integer(minutes, 10) * 60) + Float(seconds))
+    end
+
+    # The line names one of the partitions ("topic [3]"), or none.
+    def on?(line, partitions)
+      named = line[/ \[(\d+)\]:? /, 1]
+      named.nil? || partitions.include?(Integer(named))
+    end
 
     def describe(record)
       return "not read from the nodes' files#{" (#{@error})" if @error}" unless record
