@@ -244,6 +244,9 @@ module Upgrade
       duplicates = @report.count(input: read_back(@input, "read_uncommitted"), output: read_back(@output, "read_committed"),
                                  expected: @expected, seen: @clients.seen, errors: @clients.errors, eos_failed: @eos.failed)
       explain(duplicates)
+      @report.bumps = Array.new(@options[:producers]) { |i| "p#{i}" }.to_h do |name|
+        [name, Duplicates.bumps(File.join(@options[:logs], "#{name}.err"))]
+      end
       nil
     end
 

@@ -15,7 +15,7 @@ module Upgrade
     # Lines of librdkafka's debug log (eos,msg,broker) that trace a write's
     # fate around a restart: request errors, drains, retries, epoch bumps,
     # disconnects.
-    TRACE = / (REQERR|DRAIN|IDEMPSTATE|NEWPID|RESETSEQ|FAIL|ERRSEQ|ERRPID|UNKPID|REQTMOUT|TIMEOUT): |encountered error|implicitly acked/
+    TRACE = / (REQERR|DRAIN|IDEMPSTATE|NEWPID|RESETSEQ|FAIL|ERRSEQ|ERRPID|UNKPID|REQTMOUT|TIMEOUT): |encountered error|implicitly acked|Reconstructed/
     # The trace printed: from this long before the first copy was created to this long after the last.
     BEFORE = 15
     AFTER = 5
@@ -38,12 +38,23 @@ module Upgrade
       records = places.map { |partition, offset| record(topic, partition, offset) }
       lines = places.zip(records).map { |(partition, offset), record| "copy at #{partition}/#{offset}: #{describe(record)}" }
       lines << "delivery reports for it: #{reports.empty? ? "none" : reports.join(", ")}"
+      lines << "so: #{cause(places, records)}"
       created = records.compact.map { |record| Integer(record[:CreateTime]) / 1000.0 }
       return lines if created.empty?
 
       # the copies' own batches: produced and delivered (or not), under which PID
       own = records.compact.map { |record| Regexp.new("BaseSeq #{record[:baseSequence]}\\b") }
       lines + trace(log, places.map(&:first).uniq, own, created.min - BEFORE, created.max + AFTER)
+    end
+
+    # Epoch bumps in a producer's debug log: ["HH:MM:SS.mmm PID{Id:..,Epoch:..}", ...]
+    def self.bumps(log)
+      return [] unless File.exist?(log)
+
+      File.foreach(log).filter_map do |line|
+        pid = line[/bumped epoch to (PID\{[^}]*\})/, 1]
+        "#{line[0, 12]} #{pid}" if pid
+      end
     end
 
     private
@@ -73,6 +84,20 @@ module Upgrade
     def on?(line, partitions)
       named = line[/ \[(\d+)\]:? /, 1]
       named.nil? || partitions.include?(Integer(named))
+    end
+
+    # What the copies' records say of where the second one came from.
+    def cause(places, records)
+      return "unknown (a copy not read from the files)" if records.include?(nil)
+      return "one record read twice (the reader, not the producer)" if places.uniq.size < places.size
+
+      epochs = records.map { |record| [record[:producerId], record[:producerEpoch]] }.uniq
+      if epochs.size == 1
+        "two sequences under one producer epoch: the producer was handed the message twice"
+      else
+        "written under #{epochs.map { |id, epoch| "#{id}/#{epoch}" }.join(" and ")} (producer id/epoch): librdkafka sent it " \
+          "again after an epoch bump, which the broker cannot tell from a new message (librdkafka#4953)"
+      end
     end
 
     def describe(record)

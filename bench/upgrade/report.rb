@@ -7,7 +7,7 @@ module Upgrade
   class Report
     KINDS = %i[producer transactional consumer lag].freeze
 
-    attr_writer :features, :unclean_exits
+    attr_writer :features, :unclean_exits, :bumps
     attr_accessor :failing
 
     def initialize(options)
@@ -19,6 +19,7 @@ module Upgrade
       @unclean_exits = []
       @counts = {}
       @evidence = {} # input duplicate's payload => lines (bench/upgrade/duplicates.rb)
+      @bumps = {} # producer name => its epoch bumps ["time PID{...}", ...]
     end
 
     def phase(name, seconds, result)
@@ -111,11 +112,17 @@ module Upgrade
           puts(@evidence.fetch(payload, []).map { |line| "    #{line}" }) if topic == :input
         end
       end
+      print_bumps
       puts format("group: missed %<m>d, handed out again %<r>d (at least once); failed transactions %<t>d",
                   m: @counts[:group_missed], r: @counts[:group_redelivered], t: @counts[:failed_transactions])
       print_errors
       puts "features: #{@features}", "still failing after the roll: #{@failing.empty? ? "none" : @failing.join(", ")}",
            format("total %.1fs", now - @started)
+    end
+
+    def print_bumps
+      bumps = @bumps.map { |name, times| "#{name} #{times.size}#{" (#{times.join(", ")})" if times.any?}" }
+      puts "idempotent producers' epoch bumps (a write retried after one may be written again): #{bumps.join(", ")}"
     end
 
     def print_errors
@@ -129,8 +136,8 @@ module Upgrade
     def write_json(verdict)
       File.write(@options[:json], JSON.pretty_generate(
                                     from: @options[:from], to: @options[:to], ok: verdict.empty?, problems: verdict,
-                                    phases: @phases.to_h, steps: @steps.to_h, counts: @counts, evidence: @evidence, features: @features,
-                                    failing: @failing, unclean_exits: @unclean_exits, seconds: (now - @started).round(1)
+                                    phases: @phases.to_h, steps: @steps.to_h, counts: @counts, evidence: @evidence,
+                                    epoch_bumps: @bumps, features: @features, failing: @failing, unclean_exits: @unclean_exits, seconds: (now - @started).round(1)
                                   ))
     end
   end
