@@ -137,7 +137,8 @@ module Upgrade
       File.write(@options[:json], JSON.pretty_generate(
                                     from: @options[:from], to: @options[:to], ok: verdict.empty?, problems: verdict,
                                     phases: @phases.to_h, steps: @steps.to_h, counts: @counts, evidence: @evidence,
-                                    epoch_bumps: @bumps, features: @features, failing: @failing, unclean_exits: @unclean_exits, seconds: (now - @started).round(1)
+                                    epoch_bumps: @bumps, features: @features, failing: @failing, unclean_exits: @unclean_exits,
+                                    seconds: (now - @started).round(1)
                                   ))
     end
   end
