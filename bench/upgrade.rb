@@ -69,6 +69,9 @@ module Upgrade
       parser.on("--to VERSION", "Kafka it is rolled to (#{options[:to]})") { |v| options[:to] = v }
       parser.on("--rate N", Integer, "messages a second, each producer (#{options[:rate]})") { |v| options[:rate] = v }
       parser.on("--json FILE", "results (#{options[:json]})") { |v| options[:json] = v }
+      parser.on("--dump-input FILE", "every batch of the input (producer epochs, the leader that wrote it) into FILE") do |v|
+        options[:dump_input] = v
+      end
       parser.on("--known-input-duplicates", "an idempotent producer's duplicate is printed as the known open defect, not a failure",
                 "(seen once in 12 runs: bin/test-upgrade's header; CI passes this)") { options[:known_input_duplicates] = true }
     end.parse!(argv)
@@ -244,6 +247,7 @@ module Upgrade
       duplicates = @report.count(input: read_back(@input, "read_uncommitted"), output: read_back(@output, "read_committed"),
                                  expected: @expected, seen: @clients.seen, errors: @clients.errors, eos_failed: @eos.failed)
       explain(duplicates)
+      node_files.dump_batches(@input, @options[:partitions], @options[:dump_input]) if @options[:dump_input]
       @report.bumps = Array.new(@options[:producers]) { |i| "p#{i}" }.to_h do |name|
         [name, Duplicates.bumps(File.join(@options[:logs], "#{name}.err"))]
       end
@@ -255,13 +259,17 @@ module Upgrade
     def explain(duplicates)
       return if duplicates.empty?
 
-      files = Duplicates.new(Array.new(3) { |i| File.join(node_dir(i + 1), "data") }, File.join(ROOT, "tmp/kafka/libs", @options[:to], "*"),
-                             @options[:to])
+      files = node_files
       duplicates.each do |payload, places|
         name, number = payload.split(":")
         @report.explain(payload, files.explain(@input, places, @clients.reports(name, Integer(number)),
                                                File.join(@options[:logs], "#{name}.err")))
       end
+    end
+
+    # The nodes' files, read with the jars of the version they run at the end.
+    def node_files
+      Duplicates.new(Array.new(3) { |i| File.join(node_dir(i + 1), "data") }, File.join(ROOT, "tmp/kafka/libs", @options[:to], "*"), @options[:to])
     end
 
     # Node n's directory (bin/lib/kafka/cluster.sh: the default port's have no port in their name).

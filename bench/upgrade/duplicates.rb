@@ -57,6 +57,16 @@ module Upgrade
       end
     end
 
+    # Every batch of the topic's partitions (producer id, epoch, sequences,
+    # partition leader epoch: the leader that wrote it) into file, for a look
+    # after the cluster is gone: one JVM for all of them.
+    def dump_batches(topic, partitions, file)
+      files = Array.new(partitions) do |partition|
+        @data_dirs.map { |data| Dir[File.join(data, "#{topic}-#{partition}", "*.log")].sort }.find(&:any?) || []
+      end
+      File.write(file, dump(files.flatten, deep: false))
+    end
+
     private
 
     # The log's TRACE lines and those matching one of own, on the given
@@ -134,10 +144,10 @@ module Upgrade
       end
     end
 
-    def dump(files)
+    def dump(files, deep: true)
+      options = deep ? ["--deep-iteration", "--print-data-log"] : []
       output, status = Open3.capture2("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", @libs,
-                                      @tool, "--deep-iteration", "--print-data-log",
-                                      "--files", files.join(","), err: File::NULL)
+                                      @tool, *options, "--files", files.join(","), err: File::NULL)
       raise "DumpLogSegments failed on #{files.first}" unless status.success?
 
       output
