@@ -14,8 +14,8 @@
 #   - a classic consumer group reading the input (crash_consumer.rb);
 #   - an admin client asking the group's lag.
 #
-# Each client's stderr (the producers' with librdkafka's "eos" debug context:
-# epoch bumps, drains) is kept in tmp/upgrade/NAME.err.
+# Each client's stderr (the producers' with librdkafka's "eos,msg,broker" debug
+# contexts: each batch's fate, epoch bumps, drains) is kept in tmp/upgrade/NAME.err.
 #
 # Then it stops the producers, waits until both groups have read the input's
 # end, and counts: in the input, each producer's numbers exactly once; in the
@@ -25,20 +25,24 @@
 # migration. Prints the table, writes JSON, exits 1 on any loss, duplicate or
 # client left failing. bin/test-upgrade runs it (ports, cleanup).
 #
-#   ruby bench/upgrade.rb [--from 3.9.1] [--to 4.4.0] [--rate 40] [--json tmp/upgrade.json]
+#   ruby bench/upgrade.rb [--from 3.9.1] [--to 4.4.0] [--rate 40] [--json tmp/upgrade.json] [--dump-input FILE]
 #
 # What it found: the admin client's ListConsumerGroupOffsets died of SIGSEGV
 # when the group's coordinator moved (3 of the first 4 runs; the bundled
-# librdkafka's patch 0009). Open: in 1 of 12 runs, one message of an
-# idempotent producer was in the input twice (perhaps librdkafka issue 4953:
-# an epoch bump on a leader change re-sends what was written); the producers
-# now log librdkafka's eos context into tmp/upgrade/pN.err for the next one.
-# And Admin#watermark_offsets went on sending to a stopped leader (requests
-# timing out in its out-queue) for up to 35 s in 2 of 12 runs. In CI (stop
-# 48) both transactional workers, assigned their partitions as node 1 shut
-# down, never fetched them: their committed-offset query had failed on the
-# moving coordinator and was never sent again (librdkafka issue 5586; the
-# bundled librdkafka's patch 0010).
+# librdkafka's patch 0009). In 1 of 12 runs one message of an idempotent
+# producer was in the input twice: librdkafka issue 4953 (issue 55; docs/CI.md).
+# During a node's restart a retried batch is answered Not leader by a broker
+# that becomes leader a moment later and the batch behind it is refused as out
+# of order: librdkafka bumps the producer epoch, and a batch then waiting for a
+# retry whose first attempt was in fact written is written again under the new
+# epoch. Each run now lists the producers' epoch bumps, and a duplicate is
+# printed with both copies' producer epochs and the producer's trace
+# (bench/upgrade/duplicates.rb). And Admin#watermark_offsets went on sending
+# to a stopped leader (requests timing out in its out-queue) for up to 35 s in
+# 2 of 12 runs. In CI (stop 48) both transactional workers, assigned their
+# partitions as node 1 shut down, never fetched them: their committed-offset
+# query had failed on the moving coordinator and was never sent again
+# (librdkafka issue 5586; the bundled librdkafka's patch 0010).
 
 require "fileutils"
 require "json"
@@ -73,7 +77,7 @@ module Upgrade
         options[:dump_input] = v
       end
       parser.on("--known-input-duplicates", "an idempotent producer's duplicate is printed as the known open defect, not a failure",
-                "(seen once in 12 runs: bin/test-upgrade's header; CI passes this)") { options[:known_input_duplicates] = true }
+                "(librdkafka issue 4953: bin/test-upgrade's header; CI passes this)") { options[:known_input_duplicates] = true }
     end.parse!(argv)
     options
   end
