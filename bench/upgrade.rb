@@ -58,6 +58,7 @@ require_relative "../spec/support/consumer_groups"
 require_relative "../spec/cluster/exactly_once_workers"
 require_relative "upgrade/clients"
 require_relative "upgrade/duplicates"
+require_relative "upgrade/not_leader"
 require_relative "upgrade/report"
 
 module Upgrade
@@ -251,7 +252,7 @@ module Upgrade
       duplicates = @report.count(input: read_back(@input, "read_uncommitted"), output: read_back(@output, "read_committed"),
                                  expected: @expected, seen: @clients.seen, errors: @clients.errors, eos_failed: @eos.failed)
       explain(duplicates)
-      node_files.dump_batches(@input, @options[:partitions], @options[:dump_input]) if @options[:dump_input]
+      refused_but_written if @options[:dump_input]
       @report.bumps = Array.new(@options[:producers]) { |i| "p#{i}" }.to_h do |name|
         [name, Duplicates.bumps(File.join(@options[:logs], "#{name}.err"))]
       end
@@ -269,6 +270,15 @@ module Upgrade
         @report.explain(payload, files.explain(@input, places, @clients.reports(name, Integer(number)),
                                                File.join(@options[:logs], "#{name}.err")))
       end
+    end
+
+    # The input's batches into the --dump-input file, and the batches a leader
+    # answered "Not leader" though it had written them (bench/upgrade/not_leader.rb).
+    def refused_but_written
+      node_files.dump_batches(@input, @options[:partitions], @options[:dump_input])
+      not_leader = NotLeader.new(@options[:dump_input])
+      refusals = Array.new(@options[:producers]) { |i| not_leader.refusals(File.join(@options[:logs], "p#{i}.err")) }.flatten
+      @report.not_leader = [refusals.size, refusals.grep(/WRITTEN/).size]
     end
 
     # The nodes' files, read with the jars of the version they run at the end.

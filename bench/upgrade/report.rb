@@ -7,7 +7,7 @@ module Upgrade
   class Report
     KINDS = %i[producer transactional consumer lag].freeze
 
-    attr_writer :features, :unclean_exits, :bumps
+    attr_writer :features, :unclean_exits, :bumps, :not_leader
     attr_accessor :failing
 
     def initialize(options)
@@ -123,6 +123,7 @@ module Upgrade
     def print_bumps
       bumps = @bumps.map { |name, times| "#{name} #{times.size}#{" (#{times.join(", ")})" if times.any?}" }
       puts "idempotent producers' epoch bumps (a write retried after one may be written again): #{bumps.join(", ")}"
+      puts "batches answered Not leader: #{@not_leader[0]}, of them written by that leader: #{@not_leader[1]}" if @not_leader
     end
 
     def print_errors
@@ -137,8 +138,8 @@ module Upgrade
       File.write(@options[:json], JSON.pretty_generate(
                                     from: @options[:from], to: @options[:to], ok: verdict.empty?, problems: verdict,
                                     phases: @phases.to_h, steps: @steps.to_h, counts: @counts, evidence: @evidence,
-                                    epoch_bumps: @bumps, features: @features, failing: @failing, unclean_exits: @unclean_exits,
-                                    seconds: (now - @started).round(1)
+                                    epoch_bumps: @bumps, not_leader: @not_leader, features: @features, failing: @failing,
+                                    unclean_exits: @unclean_exits, seconds: (now - @started).round(1)
                                   ))
     end
   end
