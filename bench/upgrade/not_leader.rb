@@ -11,8 +11,9 @@
 # (a duplicate sequence) and answers with the first write's offset; after an
 # epoch bump it has a new sequence and is written a second time
 # (confluentinc/librdkafka#4953). A batch counts as written by the broker that
-# refused it when the log holds it (producer id, epoch, base sequence) at a
-# partition leader epoch under which that broker acknowledged other batches.
+# refused it when another broker acknowledged its retry but the log holds it
+# (producer id, epoch, base sequence) at a partition leader epoch under which
+# the refusing broker acknowledged other batches.
 module Upgrade
   # Reads the input's batches (DumpLogSegments without --deep-iteration) and a
   # producer's debug log (eos,msg).
@@ -36,6 +37,7 @@ module Upgrade
       pids = {} # partition => [producer id, epoch], from librdkafka's NEWPID lines
       writers = Hash.new { |hash, partition| hash[partition] = {} } # partition => { leader epoch => broker that acked there }
       refused = []
+      acked = {} # [partition, key] => the broker whose answer delivered it
       File.foreach(log) do |line|
         if (pid = line.match(/in \[(\d+)\] changed PID\{[^}]*\} -> PID\{Id:(\d+),Epoch:(\d+)\}/))
           pids[Integer(pid[1])] = [pid[2], pid[3]]
@@ -44,13 +46,15 @@ module Upgrade
           broker = line[%r{thrd:([\d.:]+/\d+)\]}, 1]
           if batch[3] == "delivered"
             writers[partition][@leader_epochs[partition][key]] ||= broker
+            acked[[partition, key]] = broker
           else
             refused << [line[0, 12], partition, key, broker]
           end
         end
       end
       refused.uniq { |_, *rest| rest }.map do |time, partition, key, broker|
-        written = writers[partition][@leader_epochs[partition][key]] == broker
+        # acked by another broker (the retry, recognised) yet in the log at this one's leader epoch
+        written = writers[partition][@leader_epochs[partition][key]] == broker && acked[[partition, key]] != broker
         "#{time} [#{partition}] producer/epoch/sequence #{key.join("/")} refused by #{broker}#{": WRITTEN by it" if written}"
       end
     end
