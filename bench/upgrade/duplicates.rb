@@ -70,8 +70,8 @@ module Upgrade
     private
 
     # The log's TRACE lines and those matching one of own, on the given
-    # partitions or on none, logged between
-    # from and till (epoch seconds; the lines' times are the day's, UTC).
+    # partitions or on none, logged between from and till (epoch seconds; the
+    # lines' times are the day's, UTC).
     def trace(log, partitions, own, from, till)
       return ["no debug log #{log}"] unless File.exist?(log)
 
