@@ -96,6 +96,18 @@ module Upgrade
       end
     end
 
+    # The delivery reports producer name gave its number n: "acked" as often as
+    # it said so, then each "failed ERROR".
+    # @return [Array<String>]
+    def reports(name, number)
+      @lock.synchronize do
+        failed = @clients.select { |client| client.name == name }.flat_map(&:errors).filter_map do |error|
+          "failed #{error.delete_prefix("#{number} ")}" if error.start_with?("#{number} ")
+        end
+        (["acked"] * @acked[name].count(number)) + failed
+      end
+    end
+
     # Clients whose end was not asked for. Under the lock.
     def live = @clients.reject(&:finished)
 

@@ -7,7 +7,7 @@ module Upgrade
   class Report
     KINDS = %i[producer transactional consumer lag].freeze
 
-    attr_writer :features, :unclean_exits
+    attr_writer :features, :unclean_exits, :bumps, :not_leader
     attr_accessor :failing
 
     def initialize(options)
@@ -18,6 +18,8 @@ module Upgrade
       @failing = []
       @unclean_exits = []
       @counts = {}
+      @evidence = {} # input duplicate's payload => lines (bench/upgrade/duplicates.rb)
+      @bumps = {} # producer name => its epoch bumps ["time PID{...}", ...]
     end
 
     def phase(name, seconds, result)
@@ -29,6 +31,7 @@ module Upgrade
     end
 
     # input, output: [payload, partition, offset] of each message read back.
+    # Returns the input's duplicates ([payload, [[partition, offset], ...]]), for #explain.
     # The input is held to what the producers produced (each number once),
     # the output to the input (each message copied once: a duplicate in the
     # input is a producer's, not the transactions').
@@ -37,6 +40,12 @@ module Upgrade
                   group_missed: expected.count { |payload| !seen.key?(payload) },
                   group_redelivered: seen.values.sum - seen.size, client_errors: errors,
                   failed_transactions: eos_failed.values.sum, transaction_errors: eos_failed.transform_keys { |e| e.to_s[0, 160] } }
+      @counts.dig(:input, :duplicates)
+    end
+
+    # What was found of an input duplicate's path, printed under it.
+    def explain(payload, lines)
+      @evidence[payload] = lines
     end
 
     # Prints the table and the verdict, writes the JSON.
@@ -98,13 +107,23 @@ module Upgrade
                       n: @counts[:messages], ir: input[:read], il: input[:lost], id: input[:duplicated],
                       or: output[:read], ol: output[:lost], od: output[:duplicated], ou: output[:unexpected])
       [[:input, input], [:output, output]].each do |topic, counts|
-        counts[:duplicates].each { |payload, places| puts "  #{topic}: #{payload} at #{places.map { |p, o| "#{p}/#{o}" }.join(", ")}" }
+        counts[:duplicates].each do |payload, places|
+          puts "  #{topic}: #{payload} at #{places.map { |p, o| "#{p}/#{o}" }.join(", ")}"
+          puts(@evidence.fetch(payload, []).map { |line| "    #{line}" }) if topic == :input
+        end
       end
+      print_bumps
       puts format("group: missed %<m>d, handed out again %<r>d (at least once); failed transactions %<t>d",
                   m: @counts[:group_missed], r: @counts[:group_redelivered], t: @counts[:failed_transactions])
       print_errors
       puts "features: #{@features}", "still failing after the roll: #{@failing.empty? ? "none" : @failing.join(", ")}",
            format("total %.1fs", now - @started)
+    end
+
+    def print_bumps
+      bumps = @bumps.map { |name, times| "#{name} #{times.size}#{" (#{times.join(", ")})" if times.any?}" }
+      puts "idempotent producers' epoch bumps (a write retried after one may be written again): #{bumps.join(", ")}"
+      puts "batches answered Not leader: #{@not_leader[0]}, of them written by that leader: #{@not_leader[1]}" if @not_leader
     end
 
     def print_errors
@@ -118,8 +137,9 @@ module Upgrade
     def write_json(verdict)
       File.write(@options[:json], JSON.pretty_generate(
                                     from: @options[:from], to: @options[:to], ok: verdict.empty?, problems: verdict,
-                                    phases: @phases.to_h, steps: @steps.to_h, counts: @counts, features: @features,
-                                    failing: @failing, unclean_exits: @unclean_exits, seconds: (now - @started).round(1)
+                                    phases: @phases.to_h, steps: @steps.to_h, counts: @counts, evidence: @evidence,
+                                    epoch_bumps: @bumps, not_leader: @not_leader, features: @features, failing: @failing,
+                                    unclean_exits: @unclean_exits, seconds: (now - @started).round(1)
                                   ))
     end
   end
