@@ -199,8 +199,9 @@ module TestCluster
       return "" if files.empty?
 
       libs = File.join(ROOT, "tmp/kafka/libs", TestKafka::VERSION.to_s, "*") # the nodes' (bin/kafka's KAFKA_VERSION)
+      tool = TestKafka::VERSION >= Gem::Version.new("4.0") ? "org.apache.kafka.tools.DumpLogSegments" : "kafka.tools.DumpLogSegments" # moved in 4.0
       output, status = Open3.capture2("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", libs,
-                                      "kafka.tools.DumpLogSegments", *options, "--files", files.join(","), err: File::NULL)
+                                      tool, *options, "--files", files.join(","), err: File::NULL)
       raise "DumpLogSegments failed on #{files.first}" unless status.success?
 
       output
