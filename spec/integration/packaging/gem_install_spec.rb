@@ -53,9 +53,10 @@ RSpec.describe "The source gem", :kafka, timeout: 900,
                                                 @build_tree_mb))
     expect(Dir[File.join(@gem_home, "gems", "sluice-*", "tmp", "librdkafka")]).to eq([])
     expect(@build_tree_mb).to eq(0)
-    # 42.9 MB: the extension (about 21.5 MB, everything linked in) twice, in lib/sluice/ and in
-    # ext/sluice/ where RubyGems leaves what make built; the sources
-    expect(@installed_mb).to be < 46
+    # 47.8 MB with librdkafka 2.15.0 (42.9 with 2.14.2): the extension (about 23.4 MB, everything linked
+    # in, 2.15.0's share consumer among it) twice, in lib/sluice/ and in ext/sluice/ where RubyGems leaves
+    # what make built; the sources
+    expect(@installed_mb).to be < 51
   end
 
   it "installs, loads from GEM_HOME outside the checkout, and round-trips 1,000 messages" do
