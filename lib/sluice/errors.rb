@@ -145,6 +145,11 @@ module Sluice
     UnknownTopicError = Class.new(AdminError)
     # The consumer group does not exist.
     UnknownGroupError = Class.new(AdminError)
+    # reset_offsets of a group id that is a share group's (KIP-932), or another kind of group
+    # that commits no offsets: the broker refused the commit as for no group, where for an id
+    # of no group at all it would have made one. A share group's start offsets move with Kafka's
+    # kafka-share-groups.sh (AlterShareGroupOffsets, which librdkafka does not have).
+    NotConsumerGroupError = Class.new(UnknownGroupError)
     # reset_offsets or delete_group while the group has members.
     GroupNotEmptyError = Class.new(AdminError)
     # No answer within the admin client's max_wait_timeout.

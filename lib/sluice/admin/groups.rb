@@ -3,7 +3,10 @@
 module Sluice
   class Admin
     # Consumer groups: what they are, what they committed, how far behind they
-    # are, and moving their offsets.
+    # are, and moving their offsets. Of a share group (KIP-932) librdkafka
+    # reaches only its deletion (DeleteGroups): it lists none, describes one as
+    # it does a group that does not exist, and has no request for its start
+    # offsets (docs/SHARE_GROUPS.md, "Admin").
     module Groups
       # librdkafka's state names -> Symbols
       STATES = { "Unknown" => :unknown, "PreparingRebalance" => :preparing_rebalance, "CompletingRebalance" => :completing_rebalance,
@@ -12,8 +15,11 @@ module Sluice
       TYPES = { "Consumer" => :consumer, "Classic" => :classic, "Unknown" => :unknown }.freeze
       # A group with no member: its offsets may be moved (Dead: it has none yet).
       IDLE = %i[empty dead].freeze
+      NOT_CONSUMER_GROUP = "%s is a share group (or another kind that commits no offsets): " \
+                           "librdkafka cannot move a share group's start offsets (kafka-share-groups.sh --reset-offsets can)"
 
-      # The consumer groups' ids, sorted.
+      # The consumer groups' ids, sorted (share groups are not among them:
+      # librdkafka leaves out every group whose protocol is not a consumer's).
       # @raise [Errors::AdminError] a broker did not answer: an incomplete
       #   listing is never returned as if it were all the groups
       # @return [Array<String>]
@@ -35,18 +41,21 @@ module Sluice
       #   target_assignment: under KIP-848, the partitions the broker is moving the member to, like assignment
       #   (nil for a classic group)
       # @raise [ArgumentError] group is not an id Kafka can carry (empty, invalid text, a NUL byte, over 32,767 bytes)
-      # @raise [Errors::UnknownGroupError]
+      # @raise [Errors::UnknownGroupError] no such consumer group; a share group too, which librdkafka
+      #   cannot describe (its answer for one is that for no group: its message says so)
       def describe_group(group)
         group = group_id(group)
         description = group_description(group)
         return description unless description[:state] == :dead
 
-        fail!(:describe_group, group, KafkaError.number_for(:group_id_not_found), "no group #{group}")
+        fail!(:describe_group, group, KafkaError.number_for(:group_id_not_found),
+              "no consumer group #{group} (or a share group: librdkafka describes none)")
       end
 
       # What the group committed: the offset of the next message each partition would read.
       # @param group [String] the group id
-      # @return [Hash] { topic => { partition => offset } } (empty for an unknown group)
+      # @return [Hash] { topic => { partition => offset } } (empty for an unknown group, and for a share
+      #   group: it commits none, and its start offsets have no librdkafka request)
       # @raise [ArgumentError] group is not an id Kafka can carry (empty, invalid text, a NUL byte, over 32,767 bytes)
       def committed_offsets(group)
         group = group_id(group)
@@ -72,6 +81,7 @@ module Sluice
       # the first message at or after a Time, or { partition => offset }.
       # @return [Hash] { partition => offset } as committed
       # @raise [Errors::GroupNotEmptyError] while the group has members
+      # @raise [Errors::NotConsumerGroupError] the id is a share group's (whose start offsets librdkafka cannot move)
       # @param group [String] the group id
       # @param topic [String, Symbol]
       # @param target [Symbol, Time, Hash{Integer => Integer}] :earliest, :latest, a Time, or { partition => offset }
@@ -82,12 +92,12 @@ module Sluice
         topic = topic_name(topic)
         offsets = target_offsets(topic, target)
         idle!(group)
-        payload = offsets.map { |partition, offset| [topic, partition, offset] }
-        group_partitions(:reset_offsets, group) { |client, id, ms| client.alter_group_offsets(id, ms, group, payload) }
+        commit_offsets(group, offsets.map { |partition, offset| [topic, partition, offset] })
         offsets
       end
 
-      # Deletes a group and what it committed.
+      # Deletes a group and what it committed: a consumer group, or a share group
+      # (Kafka 4: its start offsets go with it; its group configs stay).
       # @param group [String] the group id
       # @return [nil]
       # @raise [ArgumentError] group is not an id Kafka can carry (empty, invalid text, a NUL byte, over 32,767 bytes)
@@ -128,6 +138,14 @@ module Sluice
             fail!(action, "#{group} #{topic}/#{partition}", code, nil) unless code.zero?
           end
         end
+      end
+
+      # A commit to a group id that no group has makes a group; refused as for no
+      # group, the id is a group's of another kind (share, streams).
+      def commit_offsets(group, payload)
+        group_partitions(:reset_offsets, group) { |client, id, ms| client.alter_group_offsets(id, ms, group, payload) }
+      rescue Errors::UnknownGroupError => e
+        raise Errors::NotConsumerGroupError.new("reset_offsets #{group}", KafkaError.new(e.kafka_error.number, NOT_CONSUMER_GROUP % group))
       end
 
       def idle!(group)
