@@ -23,6 +23,7 @@ require_relative "cli/commands/topics"
 require_relative "cli/commands/describe"
 require_relative "cli/commands/create"
 require_relative "cli/commands/groups"
+require_relative "cli/commands/delete_group"
 require_relative "cli/commands/lag"
 require_relative "cli/commands/reset"
 require_relative "cli/commands/produce"
@@ -46,8 +47,8 @@ module Sluice
     COMMANDS = {
       "topics" => Commands::Topics, "describe" => Commands::Describe, "create" => Commands::Create,
       "produce" => Commands::Produce, "tail" => Commands::Tail, "groups" => Commands::Groups,
-      "lag" => Commands::Lag, "reset" => Commands::Reset, "offsets" => Commands::Offsets, "bench" => Commands::Bench,
-      "dlq" => Commands::Dlq
+      "lag" => Commands::Lag, "reset" => Commands::Reset, "delete-group" => Commands::DeleteGroup,
+      "offsets" => Commands::Offsets, "bench" => Commands::Bench, "dlq" => Commands::Dlq
     }.freeze
 
     # Exit codes: done, and a usage error.

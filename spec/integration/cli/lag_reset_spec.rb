@@ -3,7 +3,7 @@
 require "json"
 require "time"
 
-# sluice lag and sluice reset against the broker: a topic of known messages
+# sluice lag, reset and delete-group against the broker: a topic of known messages
 # (p0: 10, p1: 6, timestamps one second apart from T0), groups that commit
 # known offsets, and the numbers lag shows after each move.
 RSpec.describe "sluice lag and reset", :kafka, timeout: 120 do
@@ -111,6 +111,9 @@ RSpec.describe "sluice lag and reset", :kafka, timeout: 120 do
     refused = sluice("reset", group, member_topic, "--to", "earliest")
     expect(refused.code).to eq(1)
     expect(refused.stderr).to include("group #{group} has 1 active member(s)", "nothing was changed")
+    not_deleted = sluice("delete-group", group)
+    expect(not_deleted.code).to eq(1)
+    expect(not_deleted.stderr).to include("Sluice::Errors::GroupNotEmptyError", group)
 
     commit_member.signal("TERM")
     status, stderr = commit_member.finish
@@ -120,6 +123,18 @@ RSpec.describe "sluice lag and reset", :kafka, timeout: 120 do
     expect(sluice("reset", group, member_topic, "--to", "earliest").code).to eq(0)
   ensure
     commit_member&.kill
+  end
+
+  it "deletes a group with no member, and what it committed (delete-group)" do
+    commit(group, { 0 => 4, 1 => 6 })
+
+    deleted = sluice("delete-group", group)
+    expect(deleted.code).to eq(0), deleted.stderr
+    expect(deleted.stdout).to eq("deleted group #{group}\n")
+    expect(sluice("lag", group).stderr).to include("Sluice::Errors::UnknownGroupError")
+    again = sluice("delete-group", group)
+    expect(again.code).to eq(1)
+    expect(again.stderr).to include("Sluice::Errors::UnknownGroupError", group)
   end
 
   it "exits 2 with the usage when --to is missing or not a target" do
