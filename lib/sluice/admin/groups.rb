@@ -15,6 +15,7 @@ module Sluice
       TYPES = { "Consumer" => :consumer, "Classic" => :classic, "Unknown" => :unknown }.freeze
       # A group with no member: its offsets may be moved (Dead: it has none yet).
       IDLE = %i[empty dead].freeze
+      # Why reset_offsets refused a share group's id (NotConsumerGroupError's message).
       NOT_CONSUMER_GROUP = "%s is a share group (or another kind that commits no offsets): " \
                            "librdkafka cannot move a share group's start offsets (kafka-share-groups.sh --reset-offsets can)"
 
