@@ -66,6 +66,7 @@ module Sluice
     def initialize(&)
       configure(Config.new, &)
       @requests = Requests.new
+      @reads = Reads.new
       @life.open
     end
 

@@ -381,16 +381,19 @@ module Sluice
 
     # Committed offsets of the assignment (-1001: none committed yet). A
     # coordinator that moved or is loading the group is asked again within
-    # max_wait_timeout.
+    # max_wait_timeout, in asks of at most a second (Shared::RefusableRead):
+    # librdkafka cannot wake one, and a close of another thread waits for it.
     # @return [Hash{String => Hash{Integer => Integer}}]
+    # @raise [Errors::ConsumerClosedError] closed meanwhile (at the end of the current ask)
     def committed
       client = open_client
       pairs = client.assignment.map { |topic, partition| [topic, partition] }
       return {} if pairs.empty?
 
       deadline = now + (@config.max_wait_timeout / 1000.0)
+      ask = ->(ms) { Shared::Blocking.call { client.committed(pairs, ms) } }
       error, offsets = Shared::LeaderWait.retrying(deadline, pending: Shared::LeaderWait::COORDINATOR_PENDING) do
-        Shared::Blocking.call { client.committed(pairs, [((deadline - now) * 1000).ceil, 1].max) }
+        Shared::RefusableRead.call(deadline, @state.method(:refusing_failure), &ask)
       end
       check(error.zero? ? nil : error, "committed")
       by_topic(offsets).transform_values(&:to_h)
