@@ -66,7 +66,6 @@ module Sluice
     def initialize(&)
       configure(Config.new, &)
       @requests = Requests.new
-      @reads = Reads.new
       @life.open
     end
 

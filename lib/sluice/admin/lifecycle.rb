@@ -38,7 +38,7 @@ module Sluice
 
       def connected(client, state)
         super
-        @transport = Transport.new(admin_id: @id, requests: @requests, reads: @reads, state: state, poller: @poller,
+        @transport = Transport.new(admin_id: @id, requests: @requests, state: state, poller: @poller,
                                    timeout_ms: @config.max_wait_timeout, client: method(:open_client))
       end
 
@@ -49,7 +49,7 @@ module Sluice
       # own, so the close keeps its timeout.
       def shut_down
         @requests.close # the waiting calls raise now, not after the reads
-        return @life.disconnect if @reads.wait_idle(ms_until(@life.deadline) / 1000.0)
+        return @life.disconnect if @requests.reads_done?(ms_until(@life.deadline) / 1000.0)
 
         teardown = Thread.new { @life.disconnect }
         teardown.name = "sluice.teardown##{@id}"

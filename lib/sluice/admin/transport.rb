@@ -11,11 +11,9 @@ module Sluice
       include Shared::Clock
 
       # @param client [#call] the native client for a call (raises once the admin is closed)
-      # @param reads [Reads] counts the blocking reads in progress (a close waits for them until its deadline)
-      def initialize(admin_id:, requests:, reads:, state:, poller:, timeout_ms:, client:)
+      def initialize(admin_id:, requests:, state:, poller:, timeout_ms:, client:)
         @admin_id = admin_id
         @requests = requests
-        @reads = reads
         @state = state
         @poller = poller
         @timeout_ms = timeout_ms
@@ -44,7 +42,7 @@ module Sluice
       def blocking(action, subject, &block)
         deadline = now + (@timeout_ms / 1000.0)
         Shared::RefusableRead.call(deadline, @state.method(:refusing_failure)) do |ms|
-          native(action, subject) { @reads.track { Shared::Blocking.call { block.call(@client.call, ms) } } }
+          native(action, subject) { @requests.reading { Shared::Blocking.call { block.call(@client.call, ms) } } }
         end
       end
 
