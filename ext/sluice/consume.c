@@ -51,24 +51,6 @@ static VALUE topic_name(client_t *c, const char *name) {
     return s;
 }
 
-static VALUE bytes_or_nil(const void *p, size_t len) { return p ? rb_str_new(p, (long)len) : Qnil; }
-
-/* Headers as a flat [name, value, name, value, ...] (Message#headers builds the Hash when asked). */
-static VALUE headers_of(const rd_kafka_message_t *m) {
-    rd_kafka_headers_t *hdrs = NULL;
-    if (rd_kafka_message_headers(m, &hdrs) || !hdrs) return Qnil;
-    size_t count = rd_kafka_header_cnt(hdrs);
-    VALUE out = rb_ary_new_capa((long)count * 2);
-    const char *name;
-    const void *value;
-    size_t size;
-    for (size_t i = 0; !rd_kafka_header_get_all(hdrs, i, &name, &value, &size); i++) {
-        rb_ary_push(out, rb_str_new_cstr(name));
-        rb_ary_push(out, bytes_or_nil(value, size));
-    }
-    return out;
-}
-
 static VALUE build_message(client_t *c, const rd_kafka_message_t *m) {
     VALUE msg = rb_struct_alloc_noinit(cMessage); /* every field nil */
     RSTRUCT_SET(msg, MSG_TOPIC, topic_name(c, rd_kafka_topic_name(m->rkt)));
@@ -76,7 +58,7 @@ static VALUE build_message(client_t *c, const rd_kafka_message_t *m) {
     RSTRUCT_SET(msg, MSG_OFFSET, LL2NUM(m->offset));
     if (m->key) RSTRUCT_SET(msg, MSG_KEY, rb_str_new(m->key, (long)m->key_len));
     if (m->payload) RSTRUCT_SET(msg, MSG_PAYLOAD, rb_str_new(m->payload, (long)m->len));
-    VALUE headers = headers_of(m);
+    VALUE headers = sluice_headers_of(m); /* flat: Message#headers builds the Hash when asked */
     if (!NIL_P(headers)) RSTRUCT_SET(msg, MSG_HEADERS, headers);
     int64_t ts = rd_kafka_message_timestamp(m, NULL);
     if (ts >= 0) RSTRUCT_SET(msg, MSG_TIMESTAMP, LL2NUM(ts));
