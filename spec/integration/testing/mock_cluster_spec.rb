@@ -32,15 +32,7 @@ RSpec.describe Sluice::Testing::MockCluster, timeout: 30, skip: absent do
   end
 
   # @return [Array<Sluice::Message>] count messages, or fewer when seconds ran out
-  def read(consumer, count, seconds: 10)
-    deadline = now + seconds
-    messages = []
-    while messages.size < count && now < deadline
-      message = consumer.poll(100)
-      messages << message if message
-    end
-    messages
-  end
+  def read(consumer, count, seconds: 10) = poll_messages(consumer, count, seconds: seconds, poll_ms: 100)
 
   before { mock_kafka.create_topic("orders", partitions: 2) }
 
