@@ -4,9 +4,11 @@ require "socket"
 
 # A close keeps its timeout while another thread is blocked in a read that
 # librdkafka cannot wake (an Admin's metadata, a Consumer's committed offsets)
-# against a broker that accepts connections and never answers. Before, an
-# Admin had no close timeout and waited for the read's current ask, and a
-# Consumer's close waited for the whole committed call (max_wait_timeout).
+# or polls (a ShareConsumer) against a broker that accepts connections and
+# never answers. Before, an Admin had no close timeout and waited for the
+# read's current ask, a Consumer's close waited for the whole committed call
+# (max_wait_timeout), and a ShareConsumer's for the whole poll (its reader
+# took the lock again at once after each slice).
 RSpec.describe "Closing while another thread is blocked in a read the brokers never answer", :kafka do
   include PollingScenarios
 
@@ -84,6 +86,23 @@ RSpec.describe "Closing while another thread is blocked in a read the brokers ne
     expect_within(0.2 + margin, guards: "the close waiting for a request nobody answers") { admin.close(timeout: 200) }
     expect(creator.join(margin)).to be_truthy
     expect(creator.value).to be_a(Sluice::Errors::AdminClosedError)
+  end
+
+  it "a ShareConsumer's close returns within its timeout while another thread polls; the poll raises ConsumerClosedError" do
+    skip "needs librdkafka 2.15.0's share consumer" unless Sluice::Native::ShareConsumer.supported?
+
+    consumer = Sluice::ShareConsumer.new do |config|
+      config.kafka = { "bootstrap.servers": silent_brokers, "group.id": "sluice-spec-share-silent" }
+      config.logger = Logger.new(nil)
+    end
+    consumer.subscribe("sluice-spec-silent")
+    reader = blocked("poll") { consumer.poll(15_000) }
+    expect_within(1.0 + margin, guards: "the close kept out of the lock the polling thread takes again at once") do
+      expect(consumer.close(1_000)).to be(true)
+    end
+    ended_with(reader, Sluice::Errors::ConsumerClosedError)
+  ensure
+    consumer&.close(1_000)
   end
 
   it "a Consumer's close returns within its timeout while another thread asks for committed offsets" do
