@@ -329,6 +329,7 @@ module Sluice
     # @raise [Errors::ConsumerError]
     # @raise [Errors::OffsetPastUnfinishedError] offsets given inside a block of each_message(concurrency:)
     #   past a lower offset of their partition not finished
+    # @raise [Errors::ConsumerClosedError] closed, or a close of another thread began while it waited for the answer
     def commit(offsets = nil, async: false, **by_topic)
       offsets ||= by_topic unless by_topic.empty?
       raise ArgumentError, "commit takes { topic => { partition => offset } }, got #{offsets.inspect}" unless offsets.nil? || offsets.is_a?(Hash)
@@ -341,7 +342,7 @@ module Sluice
       end
       refuse_past_unfinished(list, "commit")
       @inbox.store_processed if @inbox.reader?(Fiber.current) || !@inbox.reading? # another thread's: the reader stores
-      check(async ? client.commit(list, true) : Shared::Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
+      check(commit_now(client, list, async), "commit")
       nil
     end
 
@@ -519,6 +520,18 @@ module Sluice
       raise Errors::ForkedProcessError, "consumer #{@id} was created in another process; a forked child must create its own" if @client.forked?
 
       @client
+    end
+
+    # A synchronous commit's wait for its answer ends when a close of another
+    # thread begins (that close waits for it before it leaves the group).
+    # @return [Integer, nil] librdkafka's error code
+    def commit_now(client, list, async)
+      return client.commit(list, true) if async
+
+      error = Shared::Blocking.call { client.commit(list, false, @config.max_wait_timeout) }
+      raise Errors::ConsumerClosedError, "consumer #{@id} was closed during commit (it may still be made)" if error && @life.closing_elsewhere?
+
+      error
     end
 
     def check(error, action)

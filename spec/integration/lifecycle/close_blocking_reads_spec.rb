@@ -3,12 +3,13 @@
 require "socket"
 
 # A close keeps its timeout while another thread is blocked in a read that
-# librdkafka cannot wake (an Admin's metadata, a Consumer's committed offsets)
-# or polls (a ShareConsumer) against a broker that accepts connections and
-# never answers. Before, an Admin had no close timeout and waited for the
-# read's current ask, a Consumer's close waited for the whole committed call
-# (max_wait_timeout), and a ShareConsumer's for the whole poll (its reader
-# took the lock again at once after each slice).
+# librdkafka cannot wake (an Admin's metadata, a Consumer's committed
+# offsets), waits for a commit's answer or polls (a ShareConsumer), against a
+# broker that accepts connections and never answers. Before, an Admin had no
+# close timeout and waited for the read's current ask, a Consumer's close
+# waited for the whole committed or commit call (max_wait_timeout), and a
+# ShareConsumer's for the whole poll (its reader took the lock again at once
+# after each slice).
 RSpec.describe "Closing while another thread is blocked in a read the brokers never answer", :kafka do
   include PollingScenarios
 
@@ -114,5 +115,17 @@ RSpec.describe "Closing while another thread is blocked in a read the brokers ne
     end
     expect(consumer).to be_closed
     ended_with(asker, Sluice::Errors::ConsumerClosedError)
+  end
+
+  it "a Consumer's close returns within its timeout while another thread waits for a commit's answer" do
+    consumer = build_consumer("bootstrap.servers": silent_brokers) { |config| config.max_wait_timeout = 15_000 }
+    consumer.assign("sluice-spec-silent" => [0])
+    committer = blocked("commit") { consumer.commit("sluice-spec-silent" => { 0 => 5 }) }
+    expect_within(1.0 + margin, guards: "the close waiting for the commit's whole wait (max_wait_timeout)") do
+      consumer.close(timeout: 1_000)
+    end
+    expect(consumer).to be_closed
+    expect(committer.join(margin)).to be_truthy, "the commit did not end as the close began"
+    expect(committer.value).to be_a(Sluice::Errors::ConsumerClosedError)
   end
 end
