@@ -51,24 +51,6 @@ static VALUE topic_name(client_t *c, const char *name) {
     return s;
 }
 
-static VALUE bytes_or_nil(const void *p, size_t len) { return p ? rb_str_new(p, (long)len) : Qnil; }
-
-/* Headers as a flat [name, value, name, value, ...] (Message#headers builds the Hash when asked). */
-static VALUE headers_of(const rd_kafka_message_t *m) {
-    rd_kafka_headers_t *hdrs = NULL;
-    if (rd_kafka_message_headers(m, &hdrs) || !hdrs) return Qnil;
-    size_t count = rd_kafka_header_cnt(hdrs);
-    VALUE out = rb_ary_new_capa((long)count * 2);
-    const char *name;
-    const void *value;
-    size_t size;
-    for (size_t i = 0; !rd_kafka_header_get_all(hdrs, i, &name, &value, &size); i++) {
-        rb_ary_push(out, rb_str_new_cstr(name));
-        rb_ary_push(out, bytes_or_nil(value, size));
-    }
-    return out;
-}
-
 static VALUE build_message(client_t *c, const rd_kafka_message_t *m) {
     VALUE msg = rb_struct_alloc_noinit(cMessage); /* every field nil */
     RSTRUCT_SET(msg, MSG_TOPIC, topic_name(c, rd_kafka_topic_name(m->rkt)));
@@ -76,7 +58,7 @@ static VALUE build_message(client_t *c, const rd_kafka_message_t *m) {
     RSTRUCT_SET(msg, MSG_OFFSET, LL2NUM(m->offset));
     if (m->key) RSTRUCT_SET(msg, MSG_KEY, rb_str_new(m->key, (long)m->key_len));
     if (m->payload) RSTRUCT_SET(msg, MSG_PAYLOAD, rb_str_new(m->payload, (long)m->len));
-    VALUE headers = headers_of(m);
+    VALUE headers = sluice_headers_of(m); /* flat: Message#headers builds the Hash when asked */
     if (!NIL_P(headers)) RSTRUCT_SET(msg, MSG_HEADERS, headers);
     int64_t ts = rd_kafka_message_timestamp(m, NULL);
     if (ts >= 0) RSTRUCT_SET(msg, MSG_TIMESTAMP, LL2NUM(ts));
@@ -419,7 +401,23 @@ struct commit_args {
     rd_kafka_resp_err_t err;
     int want_result;                          /* keep the answer's offsets (a failed revoke's, to report) */
     rd_kafka_topic_partition_list_t *result;
+    const int *closing;                       /* a close another thread may begin meanwhile, or NULL (the closer's own) */
 };
+
+#define COMMIT_SLICE_MS 100 /* how late a waiting commit sees a close of another thread begin */
+
+/* The commit's answer within timeout_ms, or NULL. A close of another thread
+ * that begins meanwhile ends the wait (within a slice): that close waits for
+ * this call before it leaves the group, and would otherwise wait it out. */
+static rd_kafka_event_t *await_commit(rd_kafka_queue_t *results, int timeout_ms, const int *closing) {
+    if (!closing) return rd_kafka_queue_poll(results, timeout_ms);
+    for (int left = timeout_ms;;) {
+        int slice = left < COMMIT_SLICE_MS ? left : COMMIT_SLICE_MS;
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(results, slice);
+        left -= slice;
+        if (ev || left <= 0 || __atomic_load_n(closing, __ATOMIC_SEQ_CST)) return ev;
+    }
+}
 
 /*
  * rd_kafka_commit's synchronous form has no timeout: with the coordinator
@@ -433,7 +431,7 @@ static void *commit_nogvl(void *p) {
     rd_kafka_queue_t *results = rd_kafka_queue_new(a->c->rk);
     a->err = rd_kafka_commit_queue(a->c->rk, a->list, results, NULL, NULL);
     if (!a->err) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(results, a->timeout_ms);
+        rd_kafka_event_t *ev = await_commit(results, a->timeout_ms, a->closing);
         a->err = ev ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
         const rd_kafka_topic_partition_list_t *answered = ev && a->want_result ? rd_kafka_event_topic_partition_list(ev) : NULL;
         if (answered) a->result = rd_kafka_topic_partition_list_copy(answered);
@@ -466,7 +464,11 @@ static VALUE consumer_commit(int argc, VALUE *argv, VALUE self) {
     rb_scan_args(argc, argv, "22", &partitions, &async, &timeout, &with_offsets);
     int timeout_ms = NIL_P(timeout) ? 10000 : NUM2INT(timeout);
     client_t *c = sluice_consumer_open(self);
-    struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), timeout_ms, 0, RTEST(with_offsets), NULL};
+    consumer_t *con = sluice_consumer_of(c);
+    /* Past the open check, a close already under way is this thread's own (consumer.c refuses the others'). */
+    const int *closing = con->closing ? NULL : &con->closing;
+    struct commit_args a = {c, NIL_P(partitions) ? NULL : sluice_partitions_from(partitions), timeout_ms, 0, RTEST(with_offsets), NULL,
+                            closing};
     VALUE offsets = Qnil;
     if (RTEST(async)) {
         /* The result as an event on the main queue (relayed to the poller):

@@ -212,7 +212,7 @@ static VALUE consumer_close_start(VALUE self, VALUE timeout) {
     consumer_t *con = sluice_consumer_of(c);
     struct quiet_args a = {c, NUM2INT(timeout)};
     RB_OBJ_WRITE(self, &con->closer, rb_thread_current());
-    con->closing = 1;
+    __atomic_store_n(&con->closing, 1, __ATOMIC_SEQ_CST); /* a commit of another thread waits on it (consume.c) */
     /* no unblock function: the wait is short and bounded, and ends by itself */
     rb_thread_call_without_gvl(wait_quiet_nogvl, &a, NULL, NULL);
     return __atomic_load_n(&c->calls, __ATOMIC_SEQ_CST) == 0 ? Qtrue : Qfalse;

@@ -269,22 +269,6 @@ static void *poll_nogvl(void *p) {
     return NULL;
 }
 
-static VALUE bytes_or_nil(const void *p, size_t len) { return p ? rb_str_new(p, (long)len) : Qnil; }
-
-static VALUE headers_of(const rd_kafka_message_t *m) {
-    rd_kafka_headers_t *hdrs = NULL;
-    if (rd_kafka_message_headers(m, &hdrs) || !hdrs) return Qnil;
-    VALUE out = rb_ary_new();
-    const char *name;
-    const void *value;
-    size_t size;
-    for (size_t i = 0; !rd_kafka_header_get_all(hdrs, i, &name, &value, &size); i++) {
-        rb_ary_push(out, rb_str_new_cstr(name));
-        rb_ary_push(out, bytes_or_nil(value, size));
-    }
-    return out;
-}
-
 /* [topic, partition, offset, key, payload, timestamp_ms, raw_headers, delivery_count, error tuple or nil] */
 static VALUE record_of(const rd_kafka_message_t *m) {
     int64_t ts = rd_kafka_message_timestamp(m, NULL);
@@ -294,10 +278,10 @@ static VALUE record_of(const rd_kafka_message_t *m) {
     VALUE fields[9] = {m->rkt ? rb_str_new_cstr(rd_kafka_topic_name(m->rkt)) : Qnil,
                        INT2FIX(m->partition),
                        LL2NUM(m->offset),
-                       bytes_or_nil(m->key, m->key_len),
-                       bytes_or_nil(m->payload, m->len),
+                       sluice_bytes_or_nil(m->key, m->key_len),
+                       sluice_bytes_or_nil(m->payload, m->len),
                        ts >= 0 ? LL2NUM(ts) : Qnil,
-                       headers_of(m),
+                       sluice_headers_of(m),
                        INT2FIX(rd_kafka_message_delivery_count(m)),
                        error};
     return rb_ary_new_from_values(9, fields);

@@ -329,6 +329,7 @@ module Sluice
     # @raise [Errors::ConsumerError]
     # @raise [Errors::OffsetPastUnfinishedError] offsets given inside a block of each_message(concurrency:)
     #   past a lower offset of their partition not finished
+    # @raise [Errors::ConsumerClosedError] closed, or a close of another thread began while it waited for the answer
     def commit(offsets = nil, async: false, **by_topic)
       offsets ||= by_topic unless by_topic.empty?
       raise ArgumentError, "commit takes { topic => { partition => offset } }, got #{offsets.inspect}" unless offsets.nil? || offsets.is_a?(Hash)
@@ -341,7 +342,7 @@ module Sluice
       end
       refuse_past_unfinished(list, "commit")
       @inbox.store_processed if @inbox.reader?(Fiber.current) || !@inbox.reading? # another thread's: the reader stores
-      check(async ? client.commit(list, true) : Shared::Blocking.call { client.commit(list, false, @config.max_wait_timeout) }, "commit")
+      check(commit_now(client, list, async), "commit")
       nil
     end
 
@@ -381,16 +382,19 @@ module Sluice
 
     # Committed offsets of the assignment (-1001: none committed yet). A
     # coordinator that moved or is loading the group is asked again within
-    # max_wait_timeout.
+    # max_wait_timeout, in asks of at most a second (Shared::RefusableRead):
+    # librdkafka cannot wake one, and a close of another thread waits for it.
     # @return [Hash{String => Hash{Integer => Integer}}]
+    # @raise [Errors::ConsumerClosedError] closed meanwhile (at the end of the current ask)
     def committed
       client = open_client
       pairs = client.assignment.map { |topic, partition| [topic, partition] }
       return {} if pairs.empty?
 
       deadline = now + (@config.max_wait_timeout / 1000.0)
+      ask = ->(ms) { Shared::Blocking.call { client.committed(pairs, ms) } }
       error, offsets = Shared::LeaderWait.retrying(deadline, pending: Shared::LeaderWait::COORDINATOR_PENDING) do
-        Shared::Blocking.call { client.committed(pairs, [((deadline - now) * 1000).ceil, 1].max) }
+        Shared::RefusableRead.call(deadline, @state.method(:refusing_failure), &ask)
       end
       check(error.zero? ? nil : error, "committed")
       by_topic(offsets).transform_values(&:to_h)
@@ -516,6 +520,18 @@ module Sluice
       raise Errors::ForkedProcessError, "consumer #{@id} was created in another process; a forked child must create its own" if @client.forked?
 
       @client
+    end
+
+    # A synchronous commit's wait for its answer ends when a close of another
+    # thread begins (that close waits for it before it leaves the group).
+    # @return [Integer, nil] librdkafka's error code
+    def commit_now(client, list, async)
+      return client.commit(list, true) if async
+
+      error = Shared::Blocking.call { client.commit(list, false, @config.max_wait_timeout) }
+      raise Errors::ConsumerClosedError, "consumer #{@id} was closed during commit (it may still be made)" if error && @life.closing_elsewhere?
+
+      error
     end
 
     def check(error, action)

@@ -45,6 +45,7 @@ module Sluice
       @acks = Acknowledgements.new(@native)
       @lock = Mutex.new
       @stopping = false
+      @closing = false
       @closed = false
     end
 
@@ -73,10 +74,13 @@ module Sluice
     # @raise [Errors::UnacknowledgedRecordsError] explicit mode, the last batch not all acknowledged
     # @raise [Errors::ShareGroupsUnsupportedError] the brokers have no share groups
     # @raise [Errors::ConsumerError]
-    # @raise [Errors::ConsumerClosedError]
+    # @raise [Errors::ConsumerClosedError] closed, or a close of another thread began (within a poll_slice)
     def poll(timeout_ms = 0)
       deadline = now + (timeout_ms / 1000.0)
       loop do
+        # A Mutex is not fair: taken again at once, the lock would keep a close of another thread out for the whole wait.
+        raise Errors::ConsumerClosedError, "share consumer is closed" if @closing
+
         records = synchronize { poll_slice([ms_until(deadline), @config.poll_slice].min) }
         return records if !records.empty? || now >= deadline
       end
@@ -185,6 +189,7 @@ module Sluice
     # @return [Boolean] whether the group was left within timeout_ms (true too when closed before)
     def close(timeout_ms = @config.max_wait_timeout)
       @stopping = true
+      @closing = true
       started = synchronize(open: false) do
         next false if @closed
 

@@ -191,6 +191,18 @@ module SpecHelpers
     end
   end
 
+  # Polls the consumer (poll_ms a poll) until it handed out count messages or seconds passed.
+  # @return [Array<Sluice::Message>] fewer than count when the time ran out
+  def poll_messages(consumer, count, seconds: 20, poll_ms: 250)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+    messages = []
+    while messages.size < count && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+      message = consumer.poll(poll_ms)
+      messages << message if message
+    end
+    messages
+  end
+
   # Polls a subscribed consumer until it hands out payload (up to timeout s).
   # @return [String, nil] the last payload read: payload, or what came instead
   def poll_until_payload(consumer, payload, timeout: 30)
@@ -203,12 +215,9 @@ module SpecHelpers
   private
 
   def read_messages(consumer, count, timeout)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-    messages = []
-    while messages.size < count && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-      m = consumer.poll(500) or next
-      messages << { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload: m.payload,
-                    headers: m.header_pairs, timestamp: m.timestamp_ms }
+    messages = poll_messages(consumer, count, seconds: timeout, poll_ms: 500).map do |m|
+      { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, payload: m.payload,
+        headers: m.header_pairs, timestamp: m.timestamp_ms }
     end
     raise "read #{messages.size} of #{count} messages within #{timeout}s" if messages.size < count
 

@@ -7,14 +7,22 @@ module Sluice
     module Lifecycle
       include Shared::ClientHooks
 
-      # Stops polling the client and releases it; calls waiting for a result
-      # raise AdminClosedError. Idempotent; safe from any thread, fiber or
-      # signal handler.
+      # Stops polling the client and releases it, within timeout: calls of
+      # other threads waiting for a result raise AdminClosedError at once; a
+      # blocking read (metadata, watermarks, offsets for a time), which
+      # librdkafka cannot wake, raises it when its current ask ends (at most
+      # a second), and the client is released in the background once it has.
+      # Idempotent; safe from any thread, fiber or signal handler.
+      # @param timeout [Integer] ms the close may wait for the blocking reads of other threads
       # @return [nil]
-      def close
-        return @life.close_on_own_thread(@config.max_wait_timeout) { close } if Shared::Blocking.trap_context?
+      # @raise [ArgumentError] timeout is not a positive number of ms
+      def close(timeout: @config.max_wait_timeout)
+        raise ArgumentError, "close's timeout is a positive number of milliseconds, got #{timeout.inspect}" unless
+          timeout.is_a?(Numeric) && timeout.positive?
+        return @life.close_on_own_thread(timeout) { close(timeout: timeout) } if Shared::Blocking.trap_context?
 
-        @life.close_under_lock { @life.disconnect }
+        @life.begin_close(timeout)
+        @life.close_under_lock { shut_down }
         nil
       end
 
@@ -35,6 +43,18 @@ module Sluice
       end
 
       def detach = @requests.close
+
+      # The reads of other threads leave the handle before it is destroyed:
+      # one still asking at the deadline gets the teardown on a thread of its
+      # own, so the close keeps its timeout.
+      def shut_down
+        @requests.close # the waiting calls raise now, not after the reads
+        return @life.disconnect if @requests.reads_done?(ms_until(@life.deadline) / 1000.0)
+
+        teardown = Thread.new { @life.disconnect }
+        teardown.name = "sluice.teardown##{@id}"
+        teardown.report_on_exception = false
+      end
 
       # Closed from the moment close began: a call made meanwhile would race the teardown.
       def open_client

@@ -8,7 +8,9 @@ module Sluice
     # comes back on the client's main queue, which the poller (or the polling
     # thread) drains: #deliver runs there and wakes the caller, who waits on a
     # ConditionVariable (a waiting fiber lets the others run). A result nobody
-    # waits for any more (timed out, interrupted) is dropped.
+    # waits for any more (timed out, interrupted) is dropped. The blocking
+    # reads in progress (Transport#blocking) are counted here too: librdkafka
+    # cannot wake one, and a close waits for them only until its deadline.
     class Requests
       include Shared::Clock
 
@@ -20,6 +22,7 @@ module Sluice
         @closed = false
         @answered = 0 # results the brokers answered (code >= 0: accepted or refused by a broker, not by librdkafka)
         @refusals = 0 # times every broker was down for an authentication or TLS failure
+        @reads = 0 # blocking reads in progress
       end
 
       attr_reader :answered, :refusals
@@ -59,18 +62,27 @@ module Sluice
       def wait(id, timeout_ms, refusals = @refusals)
         deadline = now + (timeout_ms / 1000.0)
         @mutex.synchronize do
-          until (result = @pending[id])
-            return :closed if @closed
-            return :refused if @refusals != refusals
-
-            left = deadline - now
-            return nil if left <= 0
-
-            @arrived.wait(@mutex, left)
-          end
-          result.drop(1)
+          outcome = nil
+          waiting_until(deadline) { outcome = @pending[id]&.drop(1) || (:closed if @closed) || (:refused if @refusals != refusals) }
+          outcome
         end
       end
+
+      # Counts the block (a blocking read) in while it runs.
+      def reading
+        @mutex.synchronize { @reads += 1 }
+        begin
+          yield
+        ensure
+          @mutex.synchronize do
+            @reads -= 1
+            @arrived.broadcast
+          end
+        end
+      end
+
+      # @return [Boolean] no blocking read runs any more; false once seconds passed first
+      def reads_done?(seconds) = @mutex.synchronize { waiting_until(now + seconds) { @reads.zero? } }
 
       # Without waiting: the result if it arrived (a wait on the polling thread serves the queue itself).
       def result(id) = @mutex.synchronize { @pending[id]&.drop(1) }
@@ -84,6 +96,20 @@ module Sluice
           @closed = true
           @arrived.broadcast
         end
+      end
+
+      private
+
+      # Under the mutex, until the block is true or deadline passed (every
+      # change the block reads broadcasts @arrived). @return [Boolean] it became true
+      def waiting_until(deadline)
+        until yield
+          left = deadline - now
+          return false if left <= 0
+
+          @arrived.wait(@mutex, left)
+        end
+        true
       end
     end
   end

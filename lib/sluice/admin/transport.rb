@@ -42,7 +42,7 @@ module Sluice
       def blocking(action, subject, &block)
         deadline = now + (@timeout_ms / 1000.0)
         Shared::RefusableRead.call(deadline, @state.method(:refusing_failure)) do |ms|
-          native(action, subject) { Shared::Blocking.call { block.call(@client.call, ms) } }
+          native(action, subject) { @requests.reading { Shared::Blocking.call { block.call(@client.call, ms) } } }
         end
       end
 

@@ -55,6 +55,7 @@ module Sluice
         @offsets = Hash.new(0) # [topic, partition] => next offset
         @acks = [] # resolved handles whose acknowledgement the poller has not drained yet
         @topic_configs = 0
+        @lines_delivered = 0
         @pid = Process.pid
         @reader, @writer = IO.pipe # the wake-up of both polling modes; closed by #destroy
         @destroyed = false
@@ -105,6 +106,40 @@ module Sluice
         end
         [handles, nil]
       end
+
+      # Delivers data's records as #produce delivers messages, one message a
+      # record (Producer#produce_lines; the native client's contract): its
+      # payload the record without its delimiter, an empty record no message
+      # but its line number pushed to empties. Stops at max messages, or at
+      # the first record refused (too large, a partition past the count).
+      # @return [Array(Integer, Integer, Integer, Integer, nil)] the offset and
+      #   line number of the record it stopped at, the messages delivered, and
+      #   the refused record's error code (nil: none was)
+      def produce_lines(topic, data, offset, delimiter, partition, line, max, empties, _topic_config_id = nil) # rubocop:disable Metrics/ParameterLists -- the native client's
+        open!
+        bytes = data.b
+        sent = 0
+        while offset < bytes.bytesize && sent < max
+          ends = bytes.index(delimiter.b, offset) # byte offsets: bytes is binary
+          record = bytes.byteslice(offset...(ends || bytes.bytesize))
+          if record.empty?
+            empties << line
+          else
+            code = line_message(topic, record, partition)
+            return [offset, line, sent, code] if code
+
+            sent += 1
+          end
+          offset = ends ? ends + delimiter.bytesize : bytes.bytesize
+          line += 1
+        end
+        [offset, line, sent, nil]
+      end
+
+      # #produce_lines' messages delivered so far (all of them: each is
+      # delivered as it is produced), and those that were not (none).
+      # @return [Array(Integer, Array)]
+      def line_reports = @lock.synchronize { [@lines_delivered, []] }
 
       # A variant's topic settings, checked as librdkafka checks them (not
       # against the producer's own settings: no handle).
@@ -277,6 +312,19 @@ module Sluice
       def open!
         raise Errors::ForkedProcessError, "this producer was created in process #{@pid} and cannot be used in a forked process" if forked?
         raise Errors::ProducerClosedError, "producer is closed" if @destroyed
+      end
+
+      # A record of #produce_lines as a message: delivered, or the code it was refused with.
+      def line_message(topic, record, partition)
+        message = { topic: topic, payload: record }
+        message[:partition] = partition unless partition == NO_PARTITION
+        validate(message)
+        code = refusal(message, nil)
+        return code if code
+
+        deliver(message, nil)
+        @lock.synchronize { @lines_delivered += 1 }
+        nil
       end
 
       def deliver(message, partition)

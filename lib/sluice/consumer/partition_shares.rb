@@ -20,6 +20,8 @@ module Sluice
     # messages a second (bench/parallel.rb), where :partition went from 86 to 136,
     # and at 256 from 88 to 553.
     class PartitionShares
+      include PausedPartitions
+
       # ordering: :key and :none: nothing is taken back.
       module None
         # @return [false]
@@ -94,14 +96,6 @@ module Sluice
           partitions = @assignment.call.sum { |_, list| list.size }
           [@max_buffered / [partitions, 1].max, 1].max
         end
-      end
-
-      # @return [true] resumed, or no longer ours to resume (not assigned, the consumer closed)
-      def resume(pair)
-        @resume.call(*pair)
-        true
-      rescue Errors::BaseError
-        true
       end
     end
   end

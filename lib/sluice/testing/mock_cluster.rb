@@ -31,6 +31,9 @@ module Sluice
       # @return [Boolean] whether the linked librdkafka has the mock cluster
       def self.available? = Native.const_defined?(:MockCluster)
 
+      # @return [Boolean] whether its mock takes #group_initial_rebalance_delay_ms= (librdkafka 2.0.2's does not)
+      def self.initial_rebalance_delay? = available? && Native::MockCluster.method_defined?(:group_initial_rebalance_delay_ms)
+
       # Starts a cluster; with a block, yields it and closes it after.
       # @param brokers [Integer] how many brokers (ids 1..brokers)
       # @yieldparam cluster [MockCluster]
@@ -142,7 +145,7 @@ module Sluice
       # @raise [UnavailableError] the linked librdkafka's mock has no such setting (2.0.2)
       # @raise [ClosedError]
       def group_initial_rebalance_delay_ms=(milliseconds)
-        unless @native.respond_to?(:group_initial_rebalance_delay_ms)
+        unless self.class.initial_rebalance_delay?
           raise UnavailableError, "librdkafka #{Sluice.librdkafka_version}'s mock cluster has no group.initial.rebalance.delay.ms"
         end
         raise ArgumentError, "the delay is an Integer >= 0 (ms), got #{milliseconds.inspect}" unless milliseconds.is_a?(Integer) && milliseconds >= 0

@@ -23,13 +23,7 @@ RSpec.describe "Dead-letter topics read back and replayed", :kafka do
   def read_from(topic, offsets, count)
     consumer = build_consumer
     consumer.assign(topic => offsets)
-    deadline = monotonic + 20
-    read = []
-    while read.size < count && monotonic < deadline
-      message = consumer.poll(250)
-      read << message if message
-    end
-    read
+    poll_messages(consumer, count)
   end
 
   # A replay group that starts at the dead-letter topic's current end.

@@ -27,13 +27,7 @@ RSpec.describe "Consumer failure policies (retries:, dead_letter:)", :kafka do
   def dead_letters(partition, offset, count, isolation: "read_uncommitted")
     consumer = build_consumer("isolation.level": isolation, "enable.auto.commit": false)
     consumer.assign(dlq => { partition => offset })
-    deadline = monotonic + 20
-    letters = []
-    while letters.size < count && monotonic < deadline
-      message = consumer.poll(250)
-      letters << message if message
-    end
-    letters
+    poll_messages(consumer, count)
   end
 
   def run_read(consumer, **options, &block)

@@ -21,7 +21,7 @@ RSpec.describe "Consumer: a partition given back after a failed commit resumes a
   # The join after an unsubscribe waits for the session to end; a mock
   # without group.initial.rebalance.delay.ms (2.0.2) delays every join 3 s,
   # which a shorter session does not survive.
-  def session_ms = Sluice::Native::MockCluster.method_defined?(:group_initial_rebalance_delay_ms) ? 1_000 : 4_000
+  def session_ms = Sluice::Testing::MockCluster.initial_rebalance_delay? ? 1_000 : 4_000
 
   def consumer(events, reset, assignor = "range,roundrobin")
     consumer = Sluice::Consumer.new do |config|
@@ -38,25 +38,14 @@ RSpec.describe "Consumer: a partition given back after a failed commit resumes a
   end
 
   def produce(topic, payloads)
-    producer = Sluice::Producer.new do |config|
-      config.kafka = mock_kafka.kafka
-      config.polling.mode = TestKafka::MODE
-      config.logger = Logger.new(nil)
-    end
+    producer = build_producer(kafka: mock_kafka.kafka)
     payloads.map { |payload| producer.produce_sync(topic: topic, partition: 0, payload: payload).offset }
   ensure
     producer&.close
   end
 
   # The first message read within seconds, or nil.
-  def first_message(consumer, seconds)
-    deadline = now + seconds
-    while now < deadline
-      message = consumer.poll(100)
-      return message if message
-    end
-    nil
-  end
+  def first_message(consumer, seconds) = poll_messages(consumer, 1, seconds: seconds, poll_ms: 100).first
 
   # m0..m2 processed and stored, their commit refused as the partition is
   # revoked; m3..m5 produced while this member has no partition.
@@ -76,7 +65,6 @@ RSpec.describe "Consumer: a partition given back after a failed commit resumes a
   end
 
   before do
-    mock_kafka.group_initial_rebalance_delay_ms = 0 if Sluice::Native::MockCluster.method_defined?(:group_initial_rebalance_delay_ms)
     mock_kafka.create_topic(topic)
   end
 

@@ -31,24 +31,14 @@ RSpec.describe "Consumer: committed offsets queried again after the coordinator 
   end
 
   def produce_to(bootstraps, topic, payload)
-    producer = Sluice::Producer.new do |config|
-      config.kafka = { "bootstrap.servers": bootstraps }
-      config.polling.mode = TestKafka::MODE
-      config.logger = Logger.new(nil)
-    end
+    producer = build_producer(kafka: { "bootstrap.servers": bootstraps })
     producer.produce_sync(topic: topic, partition: 0, payload: payload)
   ensure
     producer&.close
   end
 
   # @return [Sluice::Message, nil] the first message within seconds
-  def first_message(consumer, seconds)
-    deadline = now + seconds
-    while now < deadline
-      message = consumer.poll(100)
-      return message if message
-    end
-  end
+  def first_message(consumer, seconds) = poll_messages(consumer, 1, seconds: seconds, poll_ms: 100).first
 
   [[not_coordinator], [coordinator_load_in_progress, not_coordinator]].each do |codes|
     it "reads the assigned partition after its OffsetFetch failed with #{codes.join(", ")}" do

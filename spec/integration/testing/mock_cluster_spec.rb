@@ -8,7 +8,7 @@ require "sluice/testing"
 # Sluice::Testing::MockCluster: librdkafka's mock brokers in this process, for
 # users' specs. Real clients against it: no JVM, no broker of bin/kafka's.
 absent = !Sluice::Testing::MockCluster.available? && "librdkafka #{Sluice.librdkafka_version} was linked without its mock cluster"
-# Where the mock has the setting, a group joins at once (2.0.2's wait 3 s: the mock's default).
+# Where the mock has the setting, MockKafka's groups join at once (2.0.2's wait 3 s: the mock's default).
 join_delay = !absent && Sluice::Native::MockCluster.method_defined?(:group_initial_rebalance_delay_ms)
 RSpec.describe Sluice::Testing::MockCluster, timeout: 30, skip: absent do
   include Sluice::Testing::MockKafka
@@ -32,15 +32,7 @@ RSpec.describe Sluice::Testing::MockCluster, timeout: 30, skip: absent do
   end
 
   # @return [Array<Sluice::Message>] count messages, or fewer when seconds ran out
-  def read(consumer, count, seconds: 10)
-    deadline = now + seconds
-    messages = []
-    while messages.size < count && now < deadline
-      message = consumer.poll(100)
-      messages << message if message
-    end
-    messages
-  end
+  def read(consumer, count, seconds: 10) = poll_messages(consumer, count, seconds: seconds, poll_ms: 100)
 
   before { mock_kafka.create_topic("orders", partitions: 2) }
 
@@ -57,7 +49,6 @@ RSpec.describe Sluice::Testing::MockCluster, timeout: 30, skip: absent do
   end
 
   it "keeps the offset a consumer group committed" do
-    mock_kafka.group_initial_rebalance_delay_ms = 0 if join_delay
     writer = producer
     writer.produce_many_sync([{ topic: "orders", partition: 0, payload: "a" }, { topic: "orders", partition: 0, payload: "b" }])
     member = consumer
@@ -85,10 +76,9 @@ RSpec.describe Sluice::Testing::MockCluster, timeout: 30, skip: absent do
     admin&.close
   end
 
-  it "lets a group join at once when its initial rebalance delay is 0" do
+  it "lets MockKafka's group join at once: its initial rebalance delay is 0 unless set" do
     skip "librdkafka #{Sluice.librdkafka_version}'s mock has no group.initial.rebalance.delay.ms" unless join_delay
 
-    mock_kafka.group_initial_rebalance_delay_ms = 0
     producer.tap { |writer| writer.produce_sync(topic: "orders", partition: 0, payload: "a") }.close
     member = consumer
     started = now

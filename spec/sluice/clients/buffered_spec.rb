@@ -174,6 +174,34 @@ RSpec.describe "Sluice::Clients::Buffered and Dummy" do
     expect(poller.stats[:rearms]).to eq(0)
   end
 
+  it "sends delimited lines as the native client does (produce_lines), one kept message a line" do
+    empties = []
+    result = producer.produce_lines("lines", "a\n\nbb\nccc", delimiter: "\n", partition: 1, empties: empties)
+
+    expect(result).to eq([9, 5, 3, nil]) # stopped at the end of data, after line 4; three messages
+    expect(producer.client.messages).to eq([{ topic: "lines", payload: "a", partition: 1 }, { topic: "lines", payload: "bb", partition: 1 },
+                                            { topic: "lines", payload: "ccc", partition: 1 }])
+    expect(empties).to eq([2])
+    expect(producer.line_reports).to eq([3, []])
+    expect(producer.produce_lines("lines", "x;y;z", delimiter: ";", offset: 2, line: 7, max: 1)).to eq([4, 8, 1, nil])
+    expect(producer.client.messages.last).to eq(topic: "lines", payload: "y")
+  end
+
+  it "stops produce_lines at a record it refuses, as the native client, with the error" do
+    producer = build(kafka: { "message.max.bytes": 4 })
+    offset, line, sent, error = producer.produce_lines("lines", "ok\ntoo long\nnever", delimiter: "\n")
+
+    expect([offset, line, sent]).to eq([3, 2, 1])
+    expect(error.code).to eq(:msg_size_too_large)
+    expect(producer.client.messages.map { |message| message[:payload] }).to eq(["ok"])
+  end
+
+  it "Dummy sends lines too, keeping none" do
+    producer = build(Sluice::Clients::Dummy)
+    expect(producer.produce_lines("lines", "a\nb\n", delimiter: "\n")).to eq([4, 3, 2, nil])
+    expect(producer.line_reports).to eq([2, []])
+  end
+
   it "validates client_class" do
     expect { build(String) }.to raise_error(Sluice::Errors::ConfigurationInvalidError, /client_class must be a producer client class/)
   end

@@ -16,6 +16,7 @@ module Sluice
       # a one-at-a-time each_message directly.
       # @api private
       class RetryPauses
+        include PausedPartitions
         include Shared::Clock
 
         # @param retry_topics [RetryTopics]
@@ -88,14 +89,6 @@ module Sluice
           true
         rescue Errors::ConsumerStateError # no longer assigned: nothing to hold
           false
-        end
-
-        # @return [true] resumed, or no longer ours to resume (not assigned, the consumer closed)
-        def resume(pair)
-          @resume.call(*pair)
-          true
-        rescue Errors::BaseError
-          true
         end
       end
     end
