@@ -35,7 +35,8 @@
 # that becomes leader a moment later and the batch behind it is refused as out
 # of order: librdkafka bumps the producer epoch, and a batch then waiting for a
 # retry whose first attempt was in fact written is written again under the new
-# epoch. Each run now lists the producers' epoch bumps, and a duplicate is
+# epoch (the bundled librdkafka's patch 0014 retries there under the same
+# epoch). Each run lists the producers' epoch bumps, and a duplicate is
 # printed with both copies' producer epochs and the producer's trace
 # (bench/upgrade/duplicates.rb). And Admin#watermark_offsets went on sending
 # to a stopped leader (requests timing out in its out-queue) for up to 35 s in
@@ -78,7 +79,7 @@ module Upgrade
         options[:dump_input] = v
       end
       parser.on("--known-input-duplicates", "an idempotent producer's duplicate is printed as the known open defect, not a failure",
-                "(librdkafka issue 4953: bin/test-upgrade's header; CI passes this)") { options[:known_input_duplicates] = true }
+                "(librdkafka issue 4953: for a librdkafka without the bundled build's patch 0014)") { options[:known_input_duplicates] = true }
     end.parse!(argv)
     options
   end

@@ -68,6 +68,27 @@ static VALUE test_hooks_mock_push_request_errors(VALUE mod, VALUE client, VALUE 
     rd_kafka_mock_push_request_errors_array(mcluster, (int16_t)NUM2INT(api_key), (size_t)count, errors);
     return Qnil;
 }
+
+/*
+ * TestHooks.mock_broker_push_request_errors(client, broker_id, api_key, [[code, rtt_ms], ...]) -> nil
+ *
+ * Broker broker_id of the client's mock cluster answers its next requests of
+ * api_key with these errors (0: none), each after its delay: requests answered
+ * late stay in flight together, as behind a leader that is stepping down.
+ */
+static VALUE test_hooks_mock_broker_push_request_errors(VALUE mod, VALUE client, VALUE broker_id, VALUE api_key, VALUE answers) {
+    rd_kafka_mock_cluster_t *mcluster = mock_cluster_of(client);
+    Check_Type(answers, T_ARRAY);
+    for (long i = 0; i < RARRAY_LEN(answers); i++) {
+        VALUE answer = rb_ary_entry(answers, i);
+        Check_Type(answer, T_ARRAY);
+        /* One at a time: the call takes its (error, rtt) pairs as varargs. */
+        rd_kafka_mock_broker_push_request_error_rtts(mcluster, NUM2INT(broker_id), (int16_t)NUM2INT(api_key), 1,
+                                                     (rd_kafka_resp_err_t)NUM2INT(rb_ary_entry(answer, 0)),
+                                                     NUM2INT(rb_ary_entry(answer, 1)));
+    }
+    return Qnil;
+}
 #endif
 
 void sluice_init_test_hooks(void) {
@@ -77,5 +98,6 @@ void sluice_init_test_hooks(void) {
 #ifdef HAVE_LIBRDKAFKA_RDKAFKA_MOCK_H
     rb_define_module_function(hooks, "mock_bootstraps", test_hooks_mock_bootstraps, 1);
     rb_define_module_function(hooks, "mock_push_request_errors", test_hooks_mock_push_request_errors, 3);
+    rb_define_module_function(hooks, "mock_broker_push_request_errors", test_hooks_mock_broker_push_request_errors, 4);
 #endif
 }
