@@ -120,8 +120,10 @@ module Sluice
 
       # @param refused [#call] the KafkaError of an authentication failure not
       #   raised yet, or nil (the reader raises it instead of waiting on)
-      def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:, refused: -> {})
+      # @param commit_starts [Boolean] commit newly assigned partitions' starts at once (auto commit: #store_starts)
+      def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:, refused: -> {}, commit_starts: false)
         @client = client
+        @commit_starts = commit_starts
         @refused = refused
         @auth_watch = Polling::AuthWatch.new(progress: client.method(:progress))
         @refused_error = nil
@@ -551,6 +553,7 @@ module Sluice
         Thread.handle_interrupt(DEFERRED) do
           store_processed
           @ledger.fill(drain(DRAIN_ITEMS))
+          store_starts
         end
         @ledger.buffered?
       end
@@ -573,7 +576,25 @@ module Sluice
             @ledger.prepend(item)
             answer(item)
           end
+          store_starts
         end
+      end
+
+      # Where newly assigned partitions start, stored as soon as drained
+      # (Ledger#starts!), and committed at once with auto commit: a
+      # partition the group never committed would otherwise have no
+      # committed offset until its first message finished (a concurrent
+      # read's may wait seconds behind other partitions' messages), and a
+      # member taking it over meanwhile starts at auto.offset.reset: from
+      # its beginning (earliest) or past everything since (latest: skipped).
+      # Where the group had committed, the start is that offset: librdkafka
+      # commits only a stored offset past the committed one, so nothing is sent.
+      def store_starts
+        starts = @ledger.starts!
+        return if starts.empty?
+
+        @client.store_positions(starts)
+        @client.commit(nil, true) if @commit_starts
       end
 
       def drain(max_items)
@@ -631,7 +652,11 @@ module Sluice
         @holder.before_revoke unless item[1] == :assign
         store_processed # what was processed is committed before partitions go
         given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
-        learn_finished(item[2].map { |topic, partition| [topic, partition] }) if item[1] == :assign
+        if item[1] == :assign
+          pairs = item[2].map { |topic, partition| [topic, partition] }
+          learn_finished(pairs)
+          @ledger.assigned(pairs)
+        end
         drop(given_up, lent: true)
         @holder.after_rebalance(given_up)
         given_up

@@ -66,6 +66,8 @@ module Sluice
         @bases = {} # [topic, partition] => the offset last stored (or committed at assignment)
         @skips = {} # [topic, partition] => { offset => true }: finished by an earlier member
         @learned = {} # [topic, partition] => true: #skip was told of it
+        @unstarted = {} # topic => { partition => true }: assigned, nothing drained of it yet (see #assigned)
+        @starts = [] # [topic, partition, offset, nil]: first offsets drained, not taken by #starts! yet
         @tracking = false # see #tracking=
         @skipped = false # a message was skipped (done) while lower ones may still be buffered
         @storing_lease = [@lent, @handed].freeze
@@ -112,12 +114,14 @@ module Sluice
       # A new buffer, once the old one was handed out.
       # @param items [Array] messages and control items, in the order drained
       def fill(items)
+        note_starts(items) unless @unstarted.empty?
         @items = @skips.empty? ? items : skipping(items)
         @at = 0
       end
 
       # One more item at the end of the buffer.
       def append(item)
+        note_starts([item]) unless @unstarted.empty?
         return if !@skips.empty? && skipping([item]).empty?
 
         @items = @items[@at..] << item
@@ -133,6 +137,32 @@ module Sluice
         @learned[pair] = true
         @bases[pair] = committed if committed >= 0
         @skips[pair] = offsets.to_h { |offset| [offset, true] } unless offsets.empty?
+      end
+
+      # The group assigned these partitions: the first message drained of
+      # each is where the group's next member must start while nothing of
+      # it is finished (#starts!).
+      # @param pairs [Array<Array(String, Integer)>]
+      def assigned(pairs)
+        pairs.each { |topic, partition| (@unstarted[topic] ||= {})[partition] = true }
+      end
+
+      # The first offset drained of each partition #assigned since the last
+      # call, to store at once: [topic, partition, offset, nil]. A partition
+      # the group never committed has no start of its own until a block
+      # finishes there; meanwhile a member taking it over starts at
+      # auto.offset.reset: from the log's start (earliest: everything read
+      # again) or its end (latest: everything fetched here skipped). Taken
+      # as drained, before anything of the partition is handed out, so no
+      # offset the application stored is ever moved back by it; the lowest
+      # unfinished offset, so it passes nothing.
+      # @return [Array<Array(String, Integer, Integer, nil)>]
+      def starts!
+        return EMPTY if @starts.empty?
+
+        starts = @starts
+        @starts = []
+        starts
       end
 
       # Keeps what #finished_above needs (the offset each partition stored
@@ -325,6 +355,20 @@ module Sluice
         end
       end
 
+      # The first message of each partition not drained from since #assigned:
+      # its start, and the base of what finishes above it (#finished_above)
+      # until an offset is stored there.
+      def note_starts(items)
+        items.each do |item|
+          next unless item.is_a?(Message) && (partitions = @unstarted[item.topic]) && partitions.delete(item.partition)
+
+          @unstarted.delete(item.topic) if partitions.empty?
+          @starts << [item.topic, item.partition, item.offset, nil]
+          @bases[[item.topic, item.partition]] ||= item.offset
+          break if @unstarted.empty?
+        end
+      end
+
       # Each partition's offset stored from ready (the one after its highest).
       def note_stored(ready)
         ready.each do |message|
@@ -346,11 +390,20 @@ module Sluice
         forget_done { |message| gone[partition_of(message)] }
         @lent.reject! { |message| gone[partition_of(message)] } unless @lent.empty?
         @handed.reject! { |message| gone[partition_of(message)] } unless @handed.empty?
+        @starts.reject! { |topic, partition| gone[[topic, partition]] } unless @starts.empty?
         gone.each_key do |pair|
+          unstart(*pair)
           @bases.delete(pair)
           @skips.delete(pair)
           @learned.delete(pair)
         end
+      end
+
+      def unstart(topic, partition)
+        return unless (partitions = @unstarted[topic])
+
+        partitions.delete(partition)
+        @unstarted.delete(topic) if partitions.empty?
       end
 
       # Each partition's lowest offset among messages.
