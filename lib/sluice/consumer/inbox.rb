@@ -120,7 +120,7 @@ module Sluice
 
       # @param refused [#call] the KafkaError of an authentication failure not
       #   raised yet, or nil (the reader raises it instead of waiting on)
-      # @param commit_starts [Boolean] commit newly assigned partitions' starts at once (auto commit: #store_starts)
+      # @param commit_starts [Boolean] commit the starts of partitions the group never committed (auto commit: #commit_drained_starts)
       def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:, refused: -> {}, commit_starts: false)
         @client = client
         @commit_starts = commit_starts
@@ -312,6 +312,24 @@ module Sluice
         offsets.each do |topic, partition, offset, metadata|
           @ledger.skip(topic, partition, offset, FinishedOffsets.decode(metadata, offset))
         end
+      end
+
+      # What the group committed for partitions just assigned, read once for
+      # both of its uses: what an earlier member finished above it (a
+      # concurrent read: #learn_finished), and which partitions have no
+      # committed offset, whose start is committed as drained (auto commit:
+      # #commit_drained_starts). A failure learns nothing (nothing skipped, no start).
+      def learn_assigned(pairs)
+        return if pairs.empty?
+        return learn_finished(pairs) unless @commit_starts
+
+        error, offsets = Shared::Blocking.call { @client.committed_metadata(pairs, @seek_timeout_ms) }
+        return unless error.zero?
+
+        if @ledger.tracking?
+          offsets.each { |topic, partition, offset, metadata| @ledger.skip(topic, partition, offset, FinishedOffsets.decode(metadata, offset)) }
+        end
+        @ledger.assigned(offsets.filter_map { |topic, partition, offset| [topic, partition] if offset.negative? })
       end
 
       # Drops what was fetched, not handed out, for these [topic, partition] pairs.
@@ -553,7 +571,7 @@ module Sluice
         Thread.handle_interrupt(DEFERRED) do
           store_processed
           @ledger.fill(drain(DRAIN_ITEMS))
-          store_starts
+          commit_drained_starts
         end
         @ledger.buffered?
       end
@@ -576,25 +594,22 @@ module Sluice
             @ledger.prepend(item)
             answer(item)
           end
-          store_starts
+          commit_drained_starts
         end
       end
 
-      # Where newly assigned partitions start, stored as soon as drained
-      # (Ledger#starts!), and committed at once with auto commit: a
-      # partition the group never committed would otherwise have no
-      # committed offset until its first message finished (a concurrent
-      # read's may wait seconds behind other partitions' messages), and a
-      # member taking it over meanwhile starts at auto.offset.reset: from
-      # its beginning (earliest) or past everything since (latest: skipped).
-      # Where the group had committed, the start is that offset: librdkafka
-      # commits only a stored offset past the committed one, so nothing is sent.
-      def store_starts
+      # The starts of partitions the group never committed (#learn_assigned),
+      # committed as soon as drained (Ledger#starts!), without waiting: else
+      # such a partition has no committed offset until a message finished
+      # there (a concurrent read's first one may wait seconds behind other
+      # partitions' messages), and a member taking it over meanwhile starts
+      # at auto.offset.reset: from its beginning (earliest) or past
+      # everything before (latest: skipped). Committed, not stored:
+      # librdkafka commits what is stored when a partition is unassigned,
+      # and a stored start would undo a commit the application made further.
+      def commit_drained_starts
         starts = @ledger.starts!
-        return if starts.empty?
-
-        @client.store_positions(starts)
-        @client.commit(nil, true) if @commit_starts
+        @client.commit(starts.map { |topic, partition, offset| [topic, partition, offset] }, true) unless starts.empty?
       end
 
       def drain(max_items)
@@ -652,11 +667,7 @@ module Sluice
         @holder.before_revoke unless item[1] == :assign
         store_processed # what was processed is committed before partitions go
         given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
-        if item[1] == :assign
-          pairs = item[2].map { |topic, partition| [topic, partition] }
-          learn_finished(pairs)
-          @ledger.assigned(pairs)
-        end
+        learn_assigned(item[2].map { |topic, partition| [topic, partition] }) if item[1] == :assign
         drop(given_up, lent: true)
         @holder.after_rebalance(given_up)
         given_up

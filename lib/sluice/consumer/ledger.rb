@@ -139,23 +139,23 @@ module Sluice
         @skips[pair] = offsets.to_h { |offset| [offset, true] } unless offsets.empty?
       end
 
-      # The group assigned these partitions: the first message drained of
-      # each is where the group's next member must start while nothing of
-      # it is finished (#starts!).
+      # The group assigned these partitions and never committed them: the
+      # first message drained of each is where the group's next member must
+      # start while nothing of it is finished (#starts!).
       # @param pairs [Array<Array(String, Integer)>]
       def assigned(pairs)
         pairs.each { |topic, partition| (@unstarted[topic] ||= {})[partition] = true }
       end
 
       # The first offset drained of each partition #assigned since the last
-      # call, to store at once: [topic, partition, offset, nil]. A partition
+      # call, to commit at once: [topic, partition, offset, nil]. A partition
       # the group never committed has no start of its own until a block
       # finishes there; meanwhile a member taking it over starts at
       # auto.offset.reset: from the log's start (earliest: everything read
       # again) or its end (latest: everything fetched here skipped). Taken
-      # as drained, before anything of the partition is handed out, so no
-      # offset the application stored is ever moved back by it; the lowest
-      # unfinished offset, so it passes nothing.
+      # as drained, before anything of the partition is handed out, so
+      # nothing the application stored or committed there is moved back by
+      # it; the lowest unfinished offset, so it passes nothing.
       # @return [Array<Array(String, Integer, Integer, nil)>]
       def starts!
         return EMPTY if @starts.empty?
