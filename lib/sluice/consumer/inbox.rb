@@ -570,8 +570,9 @@ module Sluice
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
-          @ledger.fill(drain(DRAIN_ITEMS))
-          commit_drained_starts
+          items = drain(DRAIN_ITEMS)
+          @ledger.fill(items)
+          commit_drained_starts(items)
         end
         @ledger.buffered?
       end
@@ -588,13 +589,14 @@ module Sluice
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
-          drain(1).each do |item|
+          items = drain(1)
+          items.each do |item|
             next @ledger.append(item) if item.is_a?(Message)
 
             @ledger.prepend(item)
             answer(item)
           end
-          commit_drained_starts
+          commit_drained_starts(items)
         end
       end
 
@@ -607,7 +609,8 @@ module Sluice
       # everything before (latest: skipped). Committed, not stored:
       # librdkafka commits what is stored when a partition is unassigned,
       # and a stored start would undo a commit the application made further.
-      def commit_drained_starts
+      def commit_drained_starts(items)
+        @ledger.drained(@client.first_offsets(items)) if @ledger.awaiting_starts? && !items.empty?
         starts = @ledger.starts!
         @client.commit(starts.map { |topic, partition, offset| [topic, partition, offset] }, true) unless starts.empty?
       end

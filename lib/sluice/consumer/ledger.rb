@@ -114,14 +114,12 @@ module Sluice
       # A new buffer, once the old one was handed out.
       # @param items [Array] messages and control items, in the order drained
       def fill(items)
-        note_starts(items) unless @unstarted.empty?
         @items = @skips.empty? ? items : skipping(items)
         @at = 0
       end
 
       # One more item at the end of the buffer.
       def append(item)
-        note_starts([item]) unless @unstarted.empty?
         return if !@skips.empty? && skipping([item]).empty?
 
         @items = @items[@at..] << item
@@ -145,6 +143,25 @@ module Sluice
       # @param pairs [Array<Array(String, Integer)>]
       def assigned(pairs)
         pairs.each { |topic, partition| (@unstarted[topic] ||= {})[partition] = true }
+      end
+
+      # Some partition #assigned has had nothing drained yet: #drained wants to know of drains.
+      def awaiting_starts? = !@unstarted.empty?
+
+      # Messages were drained (into the buffer, #fill or #append): the first
+      # offset of each partition among them (Native::Consumer#first_offsets).
+      # For a partition #assigned and not drained from since, that is its
+      # start, and the base of what finishes above it (#finished_above)
+      # until an offset is stored there.
+      # @param firsts [Array<Array(String, Integer, Integer)>]
+      def drained(firsts)
+        firsts.each do |topic, partition, offset|
+          next unless (partitions = @unstarted[topic]) && partitions.delete(partition)
+
+          @unstarted.delete(topic) if partitions.empty?
+          @starts << [topic, partition, offset, nil]
+          @bases[[topic, partition]] ||= offset
+        end
       end
 
       # The first offset drained of each partition #assigned since the last
@@ -352,20 +369,6 @@ module Sluice
           @skips.delete(pair) if skips.empty?
           @skipped = true
           @done << item
-        end
-      end
-
-      # The first message of each partition not drained from since #assigned:
-      # its start, and the base of what finishes above it (#finished_above)
-      # until an offset is stored there.
-      def note_starts(items)
-        items.each do |item|
-          next unless item.is_a?(Message) && (partitions = @unstarted[item.topic]) && partitions.delete(item.partition)
-
-          @unstarted.delete(item.topic) if partitions.empty?
-          @starts << [item.topic, item.partition, item.offset, nil]
-          @bases[[item.topic, item.partition]] ||= item.offset
-          break if @unstarted.empty?
         end
       end
 

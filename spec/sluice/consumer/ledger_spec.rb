@@ -116,19 +116,19 @@ RSpec.describe Sluice::Consumer::Ledger do
   describe "a newly assigned partition's start" do
     it "is its first message drained, once per assignment, whatever is drained or finished later" do
       ledger.assigned([["t", 0], ["t", 1]])
-      ledger.fill(drained(5..6) + drained(8..9, partition: 1))
+      ledger.drained([["t", 0, 5], ["t", 1, 8]])
       expect(ledger.starts!).to eq([["t", 0, 5, nil], ["t", 1, 8, nil]])
-      ledger.finish(ledger.lend)
-      ledger.append(message(7))
+      expect(ledger.awaiting_starts?).to be(false)
+      ledger.drained([["t", 0, 7]])
       expect(ledger.starts!).to eq([])
     end
 
     it "waits for a partition's first message; a revoked partition's is forgotten" do
       ledger.assigned([["t", 0], ["t", 1], ["t", 2]])
-      ledger.fill(drained(3..4))
+      ledger.drained([["t", 0, 3]])
       ledger.drop([["t", 1]], lent: true)
-      ledger.append(message(0, partition: 1))
-      ledger.append(message(7, partition: 2))
+      expect(ledger.awaiting_starts?).to be(true)
+      ledger.drained([["t", 1, 0], ["t", 2, 7]])
       expect(ledger.starts!).to eq([["t", 0, 3, nil], ["t", 2, 7, nil]])
     end
 
@@ -136,6 +136,7 @@ RSpec.describe Sluice::Consumer::Ledger do
       ledger.tracking = true
       ledger.assigned([["t", 0]])
       ledger.fill(drained(4..6))
+      ledger.drained([["t", 0, 4]])
       ledger.starts!
       _m4, m5, = lend_all
       ledger.finish(m5)
