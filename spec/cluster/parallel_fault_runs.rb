@@ -27,6 +27,9 @@ class ParallelFaultRuns < WorkerSupervisor
   # How many different payloads were handed out. Under the lock.
   def distinct = @distinct.size
 
+  # Whether payload was handed out. Under the lock.
+  def seen?(payload) = @distinct.include?(payload)
+
   # Each run: its pid, whether it runs, how many it handed out. Under the lock.
   def state
     runs = @workers.map { |worker| "#{worker.pid} #{worker.running? ? "running" : "gone"} #{@seen[worker].size}" }

@@ -120,8 +120,10 @@ module Sluice
 
       # @param refused [#call] the KafkaError of an authentication failure not
       #   raised yet, or nil (the reader raises it instead of waiting on)
-      def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:, refused: -> {})
+      # @param commit_starts [Boolean] commit the starts of partitions the group never committed (auto commit: #commit_drained_starts)
+      def initialize(client:, rebalancer:, instrument:, keepalive_ms:, seek_timeout_ms:, refused: -> {}, commit_starts: false)
         @client = client
+        @commit_starts = commit_starts
         @refused = refused
         @auth_watch = Polling::AuthWatch.new(progress: client.method(:progress))
         @refused_error = nil
@@ -310,6 +312,24 @@ module Sluice
         offsets.each do |topic, partition, offset, metadata|
           @ledger.skip(topic, partition, offset, FinishedOffsets.decode(metadata, offset))
         end
+      end
+
+      # What the group committed for partitions just assigned, read once for
+      # both of its uses: what an earlier member finished above it (a
+      # concurrent read: #learn_finished), and which partitions have no
+      # committed offset, whose start is committed as drained (auto commit:
+      # #commit_drained_starts). A failure learns nothing (nothing skipped, no start).
+      def learn_assigned(pairs)
+        return if pairs.empty?
+        return learn_finished(pairs) unless @commit_starts
+
+        error, offsets = Shared::Blocking.call { @client.committed_metadata(pairs, @seek_timeout_ms) }
+        return unless error.zero?
+
+        if @ledger.tracking?
+          offsets.each { |topic, partition, offset, metadata| @ledger.skip(topic, partition, offset, FinishedOffsets.decode(metadata, offset)) }
+        end
+        @ledger.assigned(offsets.filter_map { |topic, partition, offset| [topic, partition] if offset.negative? })
       end
 
       # Drops what was fetched, not handed out, for these [topic, partition] pairs.
@@ -550,7 +570,9 @@ module Sluice
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
-          @ledger.fill(drain(DRAIN_ITEMS))
+          items = drain(DRAIN_ITEMS)
+          @ledger.fill(items)
+          commit_drained_starts(items)
         end
         @ledger.buffered?
       end
@@ -567,13 +589,30 @@ module Sluice
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
-          drain(1).each do |item|
+          items = drain(1)
+          items.each do |item|
             next @ledger.append(item) if item.is_a?(Message)
 
             @ledger.prepend(item)
             answer(item)
           end
+          commit_drained_starts(items)
         end
+      end
+
+      # The starts of partitions the group never committed (#learn_assigned),
+      # committed as soon as drained (Ledger#starts!), without waiting: else
+      # such a partition has no committed offset until a message finished
+      # there (a concurrent read's first one may wait seconds behind other
+      # partitions' messages), and a member taking it over meanwhile starts
+      # at auto.offset.reset: from its beginning (earliest) or past
+      # everything before (latest: skipped). Committed, not stored:
+      # librdkafka commits what is stored when a partition is unassigned,
+      # and a stored start would undo a commit the application made further.
+      def commit_drained_starts(items)
+        @ledger.drained(@client.first_offsets(items)) if @ledger.awaiting_starts? && !items.empty?
+        starts = @ledger.starts!
+        @client.commit(starts.map { |topic, partition, offset| [topic, partition, offset] }, true) unless starts.empty?
       end
 
       def drain(max_items)
@@ -631,7 +670,7 @@ module Sluice
         @holder.before_revoke unless item[1] == :assign
         store_processed # what was processed is committed before partitions go
         given_up = @rebalancer.call(*item.drop(1), commit_within: deadline && ms_until(deadline))
-        learn_finished(item[2].map { |topic, partition| [topic, partition] }) if item[1] == :assign
+        learn_assigned(item[2].map { |topic, partition| [topic, partition] }) if item[1] == :assign
         drop(given_up, lent: true)
         @holder.after_rebalance(given_up)
         given_up

@@ -66,6 +66,8 @@ module Sluice
         @bases = {} # [topic, partition] => the offset last stored (or committed at assignment)
         @skips = {} # [topic, partition] => { offset => true }: finished by an earlier member
         @learned = {} # [topic, partition] => true: #skip was told of it
+        @unstarted = {} # topic => { partition => true }: assigned, nothing drained of it yet (see #assigned)
+        @starts = [] # [topic, partition, offset, nil]: first offsets drained, not taken by #starts! yet
         @tracking = false # see #tracking=
         @skipped = false # a message was skipped (done) while lower ones may still be buffered
         @storing_lease = [@lent, @handed].freeze
@@ -133,6 +135,51 @@ module Sluice
         @learned[pair] = true
         @bases[pair] = committed if committed >= 0
         @skips[pair] = offsets.to_h { |offset| [offset, true] } unless offsets.empty?
+      end
+
+      # The group assigned these partitions and never committed them: the
+      # first message drained of each is where the group's next member must
+      # start while nothing of it is finished (#starts!).
+      # @param pairs [Array<Array(String, Integer)>]
+      def assigned(pairs)
+        pairs.each { |topic, partition| (@unstarted[topic] ||= {})[partition] = true }
+      end
+
+      # Some partition #assigned has had nothing drained yet: #drained wants to know of drains.
+      def awaiting_starts? = !@unstarted.empty?
+
+      # Messages were drained (into the buffer, #fill or #append): the first
+      # offset of each partition among them (Native::Consumer#first_offsets).
+      # For a partition #assigned and not drained from since, that is its
+      # start, and the base of what finishes above it (#finished_above)
+      # until an offset is stored there.
+      # @param firsts [Array<Array(String, Integer, Integer)>]
+      def drained(firsts)
+        firsts.each do |topic, partition, offset|
+          next unless (partitions = @unstarted[topic]) && partitions.delete(partition)
+
+          @unstarted.delete(topic) if partitions.empty?
+          @starts << [topic, partition, offset, nil]
+          @bases[[topic, partition]] ||= offset
+        end
+      end
+
+      # The first offset drained of each partition #assigned since the last
+      # call, to commit at once: [topic, partition, offset, nil]. A partition
+      # the group never committed has no start of its own until a block
+      # finishes there; meanwhile a member taking it over starts at
+      # auto.offset.reset: from the log's start (earliest: everything read
+      # again) or its end (latest: everything fetched here skipped). Taken
+      # as drained, before anything of the partition is handed out, so
+      # nothing the application stored or committed there is moved back by
+      # it; the lowest unfinished offset, so it passes nothing.
+      # @return [Array<Array(String, Integer, Integer, nil)>]
+      def starts!
+        return EMPTY if @starts.empty?
+
+        starts = @starts
+        @starts = []
+        starts
       end
 
       # Keeps what #finished_above needs (the offset each partition stored
@@ -346,11 +393,20 @@ module Sluice
         forget_done { |message| gone[partition_of(message)] }
         @lent.reject! { |message| gone[partition_of(message)] } unless @lent.empty?
         @handed.reject! { |message| gone[partition_of(message)] } unless @handed.empty?
+        @starts.reject! { |topic, partition| gone[[topic, partition]] } unless @starts.empty?
         gone.each_key do |pair|
+          unstart(*pair)
           @bases.delete(pair)
           @skips.delete(pair)
           @learned.delete(pair)
         end
+      end
+
+      def unstart(topic, partition)
+        return unless (partitions = @unstarted[topic])
+
+        partitions.delete(partition)
+        @unstarted.delete(topic) if partitions.empty?
       end
 
       # Each partition's lowest offset among messages.

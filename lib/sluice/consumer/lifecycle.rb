@@ -71,7 +71,7 @@ module Sluice
         @inbox = Inbox.new(client: client, keepalive_ms: @config.max_poll_interval_ms / 2, seek_timeout_ms: @config.max_wait_timeout,
                            rebalancer: Rebalancer.new(client: client, commit: method(:commit_before_revoke), lost: method(:lost_uncommitted),
                                                       instrument: method(:instrument), left_behind: @left_behind),
-                           instrument: method(:instrument), refused: method(:new_auth_failure))
+                           instrument: method(:instrument), refused: method(:new_auth_failure), commit_starts: @config.auto_commit?)
         @parallel = nil # a concurrent each_message's ParallelReading while it reads
       end
 

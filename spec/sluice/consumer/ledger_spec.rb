@@ -112,6 +112,40 @@ RSpec.describe Sluice::Consumer::Ledger do
     end
   end
 
+  # A partition assigned with no commit has no start of its own until a message finishes there (issue 55).
+  describe "a newly assigned partition's start" do
+    it "is its first message drained, once per assignment, whatever is drained or finished later" do
+      ledger.assigned([["t", 0], ["t", 1]])
+      ledger.drained([["t", 0, 5], ["t", 1, 8]])
+      expect(ledger.starts!).to eq([["t", 0, 5, nil], ["t", 1, 8, nil]])
+      expect(ledger.awaiting_starts?).to be(false)
+      ledger.drained([["t", 0, 7]])
+      expect(ledger.starts!).to eq([])
+    end
+
+    it "waits for a partition's first message; a revoked partition's is forgotten" do
+      ledger.assigned([["t", 0], ["t", 1], ["t", 2]])
+      ledger.drained([["t", 0, 3]])
+      ledger.drop([["t", 1]], lent: true)
+      expect(ledger.awaiting_starts?).to be(true)
+      ledger.drained([["t", 1, 0], ["t", 2, 7]])
+      expect(ledger.starts!).to eq([["t", 0, 3, nil], ["t", 2, 7, nil]])
+    end
+
+    it "is the base of what finishes above it while nothing lower finished (the offset's metadata)" do
+      ledger.tracking = true
+      ledger.assigned([["t", 0]])
+      ledger.fill(drained(4..6))
+      ledger.drained([["t", 0, 4]])
+      ledger.starts!
+      _m4, m5, = lend_all
+      ledger.finish(m5)
+      held = ledger.finished_above(ledger.storable!)
+      expect(held.map { |topic, partition, base, metadata| [topic, partition, base, Sluice::Consumer::FinishedOffsets.decode(metadata, base)] })
+        .to eq([["t", 0, 4, [5]]])
+    end
+  end
+
   # Consumer#assign replaces the assignment: every partition a message is held of goes.
   describe "the partitions held (an assign drops them all)" do
     it "names each partition with a message buffered, lent, handed or done, and none with only control items" do

@@ -68,7 +68,7 @@ end
 
 def build_consumer(exactly_once)
   consumer = Sluice::Consumer.new do |config|
-    config.kafka = kafka("group.id": ENV.fetch("GROUP"), "auto.offset.reset": "earliest", "auto.commit.interval.ms": 500,
+    config.kafka = kafka("group.id": ENV.fetch("GROUP"), "auto.offset.reset": ENV.fetch("RESET", "earliest"), "auto.commit.interval.ms": 500,
                          "enable.auto.commit": !exactly_once, **member_settings)
     config.polling.mode = mode
     config.logger = logger("consumer")
