@@ -96,16 +96,21 @@ module SluiceBuild
       port = Port.new(@pin, archive, prefix, steps: filled_in_steps, env: @env, patches: @patches, log: @log)
       say "building with make -j#{jobs}; logs under #{port.work_root}"
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      cpu = children_cpu
       port.cook
       prune
       port.clean
-      say format("built in %.0f s into %s", Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, prefix)
+      say format("built in %.0f s (%.0f s of CPU) into %s", Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, children_cpu - cpu, prefix)
     rescue Port::Failed, RuntimeError => e
       FileUtils.rm_rf(prefix) # nothing half-built stays to be mistaken for a build
       log = e.is_a?(Port::Failed) ? "its #{e.step} step failed; the log: #{e.log}" : "#{e.message}; logs under #{port&.work_root}"
       raise Error, "building #{@pin.label} failed: #{log}. It needs #{@needs}; " \
                    "SLUICE_USE_SYSTEM_LIBRDKAFKA=1 uses an installed librdkafka instead"
     end
+
+    # The CPU time of the build's commands (user and system, all their processes): beside the wall time, it
+    # says whether a slow build was the compiler's work or a machine busy with other work.
+    def children_cpu = Process.times.then { |times| times.cutime + times.cstime }
 
     def filled_in_steps
       values = { prefix: prefix, jobs: jobs, make: ENV.fetch("MAKE", "make") }
