@@ -120,6 +120,7 @@ RSpec.describe "The map of the native code (ext/sluice/README.md)" do
     "forwarder_spec.rb" => "the name spec/sluice/testing/no_broker_spec.rb copies a scenario to",
     "resolv.conf" => "the system's, /etc/resolv.conf", "check_pf.c" => "glibc's source",
     "kafka-topics.sh" => "Kafka's tools", "kafka-consumer-groups.sh" => "Kafka's tools",
+    "kafka-share-groups.sh" => "Kafka's tools",
     "kafka-producer-perf-test.sh" => "Kafka's tools", "rbinstall.rb" => "Ruby's source (tool/rbinstall.rb)",
     "include/makemd5.c" => "Cyrus SASL's source", "common/crypto-compat.c" => "Cyrus SASL's source",
     "rdkafka_conf.c" => "librdkafka's source",
