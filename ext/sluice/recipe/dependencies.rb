@@ -175,9 +175,8 @@ module SluiceBuild
     # not threads: each build changes directory (mini_portile2) and counts its children's CPU time.
     # @raise [Error] the first failure, once both lanes have ended
     def build
-      apart, others = pins.keys.zip(builds).partition { |name, _| name == :openssl }.map { |lane| lane.map(&:last) }
-      side_by_side = Process.respond_to?(:fork) && !apart.all?(&:built?) && !others.all?(&:built?)
-      return [*apart, *others].each(&:build) unless side_by_side
+      apart, others = lanes
+      return [*apart, *others].each(&:build) unless Process.respond_to?(:fork) && [apart, others].none? { |lane| lane.all?(&:built?) }
 
       lane = fork_lane(apart)
       begin
@@ -217,6 +216,9 @@ module SluiceBuild
     private
 
     def pins = @pins ||= self.class.pins(gssapi: @gssapi)
+
+    # @return [Array(Array<CachedBuild>, Array<CachedBuild>)] OpenSSL's lane, the others'
+    def lanes = pins.keys.zip(builds).partition { |name, _| name == :openssl }.map { |lane| lane.map(&:last) }
 
     # @return [Integer] the pid of a process building the lane in order; its Error is logged, its exit status says
     def fork_lane(lane)
