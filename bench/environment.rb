@@ -61,7 +61,7 @@ module Bench
 
     RESULTS = File.join(ROOT, "bench/RESULTS.md")
     # A runner's own block of RESULTS.md, between its marks; bin/bench (bench/run.rb) keeps every block.
-    BLOCK = /^<!-- (\w+)-bench:begin.*?^<!-- \1-bench:end -->\n?/m
+    BLOCK = /^<!-- ([\w-]+)-bench:begin.*?^<!-- \1-bench:end -->\n?/m # names with a hyphen too (parallel-pc)
 
     def write_block(name, markdown, command: name)
       old = File.exist?(RESULTS) ? File.read(RESULTS) : "# Benchmark results\n"
