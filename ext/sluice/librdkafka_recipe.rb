@@ -85,7 +85,7 @@ module SluiceBuild
                                  env: dependencies.configure_env.merge(@target.tools_env), patches: self.class.patches(pin.version),
                                  key: [ENV.fetch("CFLAGS", "")])
       [own, *dependencies.builds].each(&:archive) # every archive at hand before any build starts
-      dependencies.build
+      dependencies.builds.each(&:build)
       result(pin.version, own.build, dependencies)
     end
 

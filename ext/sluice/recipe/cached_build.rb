@@ -40,8 +40,6 @@ module SluiceBuild
 
     def built? = File.exist?(File.join(prefix, DONE))
 
-    def label = @pin.label
-
     # The verified archive, unless the cache has the build already (then
     # none is needed): before anything is built, so that a missing archive
     # is named at once, not after minutes of building the others.

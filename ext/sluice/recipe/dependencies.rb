@@ -169,24 +169,6 @@ module SluiceBuild
       end.values
     end
 
-    # Builds each dependency not in the cache yet. OpenSSL (about 90 of a cold build's 150 s on 2 cores)
-    # builds in a process of its own beside the others, which go in order (Cyrus SASL links the Kerberos
-    # before it): its serial steps (Configure, the install) leave a core idle that they then use. Processes,
-    # not threads: each build changes directory (mini_portile2) and counts its children's CPU time.
-    # @raise [Error] the first failure, once both lanes have ended
-    def build
-      apart, others = lanes
-      return [*apart, *others].each(&:build) unless Process.respond_to?(:fork) && [apart, others].none? { |lane| lane.all?(&:built?) }
-
-      lane = fork_lane(apart)
-      begin
-        others.each(&:build)
-      ensure
-        failed = !Process.wait2(lane).last.success?
-      end
-      raise Error, "building #{apart.map(&:label).join(", ")} failed; why is above" if failed
-    end
-
     # @return [Hash{Symbol => String}] name => the prefix it is (or will be) installed under
     def prefixes = pins.keys.zip(builds.map(&:prefix)).to_h
 
@@ -216,26 +198,6 @@ module SluiceBuild
     private
 
     def pins = @pins ||= self.class.pins(gssapi: @gssapi)
-
-    # @return [Array(Array<CachedBuild>, Array<CachedBuild>)] OpenSSL's lane, the others'
-    def lanes = pins.keys.zip(builds).partition { |name, _| name == :openssl }.map { |lane| lane.map(&:last) }
-
-    # @return [Integer] the pid of a process building the lane in order; its Error is logged, its exit status says
-    def fork_lane(lane)
-      @log.flush
-      fork do
-        ok = false
-        begin
-          lane.each(&:build)
-          ok = true
-        rescue Error => e
-          @log.puts("sluice: #{e.message}")
-        ensure
-          @log.flush
-          exit!(ok) # not the parent's at_exit work (rake's, mkmf's)
-        end
-      end
-    end
 
     # librdkafka's link of libsasl2.a, after it: the Kerberos archives by path.
     def gss_libs
