@@ -265,7 +265,7 @@ module Sluice
           return ready
         end
 
-        floors = floors_by_topic(unfinished)
+        floors = offsets_by_topic(unfinished)
         ready, @done = @done.partition { |message| (floor = floors[message.topic]&.[](message.partition)).nil? || message.offset < floor }
         ready
       end
@@ -368,11 +368,14 @@ module Sluice
         end
       end
 
-      # Each partition's offset stored from ready (the one after its highest).
+      # Each partition's offset stored from ready (the one after its highest): its highest found first,
+      # then one [topic, partition] key a partition, not one a message.
       def note_stored(ready)
-        ready.each do |message|
-          pair = partition_of(message)
-          @bases[pair] = message.offset + 1 if (@bases[pair] || -1) <= message.offset
+        offsets_by_topic(ready, highest: true).each do |topic, partitions|
+          partitions.each do |partition, offset|
+            pair = [topic, partition]
+            @bases[pair] = offset + 1 if (@bases[pair] || -1) <= offset
+          end
         end
       end
 
@@ -406,13 +409,14 @@ module Sluice
       end
 
       # Each partition's lowest offset among messages.
-      # #lowest by topic, then partition: { topic => { partition => offset } }. No Array built and hashed
-      # per message: #storable! runs about 10 times a second over up to max_buffered lent messages.
-      def floors_by_topic(messages)
-        messages.each_with_object({}) do |message, floors|
-          partitions = (floors[message.topic] ||= {})
-          floor = partitions[message.partition]
-          partitions[message.partition] = message.offset if floor.nil? || message.offset < floor
+      # Each partition's lowest (or highest) offset among messages, by topic, then partition: { topic =>
+      # { partition => offset } }. No Array built and hashed per message: #storable! runs about 10 times a
+      # second over up to max_buffered lent messages, and stores as many.
+      def offsets_by_topic(messages, highest: false)
+        messages.each_with_object({}) do |message, found|
+          partitions = (found[message.topic] ||= {})
+          known = partitions[message.partition]
+          partitions[message.partition] = message.offset if known.nil? || (highest ? message.offset > known : message.offset < known)
         end
       end
 
