@@ -408,7 +408,6 @@ module Sluice
         @unstarted.delete(topic) if partitions.empty?
       end
 
-      # Each partition's lowest offset among messages.
       # Each partition's lowest (or highest) offset among messages, by topic, then partition: { topic =>
       # { partition => offset } }. No Array built and hashed per message: #storable! runs about 10 times a
       # second over up to max_buffered lent messages, and stores as many.
@@ -420,6 +419,7 @@ module Sluice
         end
       end
 
+      # Each partition's lowest offset among messages.
       def lowest(messages)
         messages.each_with_object({}) do |message, floors|
           pair = partition_of(message)
