@@ -39,6 +39,12 @@ class ParallelFaultRuns < WorkerSupervisor
   # @return [Hash{String => Integer}] payload => times handed out, over every run
   def tally = read { @seen.values.flatten.tally }
 
+  # @return [Hash{String => Array<String>}] each payload's runs that handed it out: "pid@place/of" (its place
+  #   among what the run handed out, and how many that was), for a duplicate's story
+  def sightings(payloads)
+    read { payloads.to_h { |payload| [payload, @seen.filter_map { |worker, list| sighting(worker, list, payload) }] } }
+  end
+
   # Per run and key: a message seen for the first time in the run after a later one of its key.
   def violations = read { @seen.sum { |_, payloads| violations_in(payloads) } }
 
@@ -50,6 +56,8 @@ class ParallelFaultRuns < WorkerSupervisor
   private
 
   def raise_exited = nil
+
+  def sighting(worker, list, payload) = (place = list.index(payload)) && "#{worker.pid}@#{place}/#{list.size}"
 
   def violations_in(payloads)
     highest = Hash.new(-1)

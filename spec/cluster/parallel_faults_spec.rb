@@ -105,7 +105,8 @@ RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
     missing = expected.count { |payload| !tally.key?(payload) }
     duplicates = tally.values.sum - tally.size
     # A partition read again from its start (a reset, not a rebalance's overlap) shows as duplicates among each key's first messages.
-    from_start = tally.count { |payload, times| times > 1 && Integer(payload.split(":").last) < 3 }
+    firsts_again = tally.select { |payload, times| times > 1 && Integer(payload.split(":").last) < 3 }.keys
+    from_start = firsts_again.size
     puts format("parallel under faults (%<mode>s, %<reset>s): %<messages>d messages, %<keys>d keys, concurrency 64 :key; handed out %<seen>d, " \
                 "missing %<missing>d, duplicates %<duplicates>d (%<from_start>d of them among each key's first 3), " \
                 "per-key order violations %<violations>d; " \
@@ -113,6 +114,7 @@ RSpec.describe "Parallel consumption under faults", :cluster, timeout: 300 do
                 mode: TestKafka::MODE, reset: reset, coordinator: coordinator, messages: messages, keys: keys, seen: tally.values.sum,
                 missing: missing,
                 duplicates: duplicates, from_start: from_start, violations: runs.violations, node: node)
+    runs.sightings(firsts_again.first(10)).each { |payload, seen| puts "  #{payload} handed out by #{seen.join(", ")}" }
     puts "  positions: #{position_log(tag)}", *Positions.summary(position_log(tag)).map { |line| "  #{line}" }
     expect(statuses).to all(be_success)
     expect(missing).to eq(0)
