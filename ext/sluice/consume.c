@@ -20,6 +20,7 @@
 #include "gate.h"
 #include "init.h"
 #include "partition_list.h"
+#include "partition_queues.h"
 #include "render.h"
 #include "values.h"
 
@@ -121,13 +122,47 @@ struct take_args {
     client_t *c;
     long limit;
     double budget_ms;
+    double deadline; /* from budget_ms, once the previous events are destroyed */
+    int stop; /* a rebalance was taken, or the budget is spent */
 };
 
 /*
+ * Up to max events of queue into the struct's taken arrays, each fetch's
+ * message prepared (librdkafka's position moves past it). Returns how many,
+ * or -1 once the take must end: after a rebalance (Ruby answers it before
+ * anything fetched after it) or when the budget is spent.
+ */
+static long take_from(void *p, rd_kafka_queue_t *queue, long max) {
+    struct take_args *a = p;
+    client_t *c = a->c;
+    consumer_t *con = sluice_consumer_of(c);
+    long took = 0;
+    while (took < max && con->taken_count < a->limit) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, 0);
+        if (!ev) break;
+        int type = rd_kafka_event_type(ev);
+        long n = con->taken_count;
+        con->taken[n] = ev;
+        const rd_kafka_message_t *m = type == RD_KAFKA_EVENT_FETCH ? rd_kafka_event_message_next(ev) : NULL;
+        con->taken_messages[n] = m;
+        if (m && !m->err) c->progress++;
+        con->taken_count = ++n;
+        took++;
+        if (type == RD_KAFKA_EVENT_REBALANCE) con->rebalance_due = 1; /* answered by Ruby, or by release if that never happens */
+        /* a clock read costs as much as a message */
+        if (type == RD_KAFKA_EVENT_REBALANCE || (n % BUDGET_CHECK_EVERY == 0 && sluice_now_ms() >= a->deadline)) {
+            a->stop = 1;
+            return -1;
+        }
+    }
+    return took;
+}
+
+/*
  * Without the GVL: destroys the previous #consume's events, empties the
- * wake-up pipe, and takes up to limit events (stopping after a rebalance,
- * which Ruby answers before anything fetched after it), each fetch's message
- * prepared (librdkafka's position moves past it). What only librdkafka
+ * wake-up pipe, and takes up to limit events: the consumer queue's first
+ * (rebalances, errors, and what librdkafka forwarded there), then each
+ * partition's queue in turn (partition_queues.c). What only librdkafka
  * touches is done here, while other threads build their messages; what
  * becomes Ruby objects is done with the GVL (#consume).
  */
@@ -139,23 +174,10 @@ static void *take_nogvl(void *p) {
     char buf[64];
     while (read(con->wake_r, buf, sizeof(buf)) > 0) {
     }
-    double deadline = a->budget_ms < 0 ? INFINITY : sluice_now_ms() + a->budget_ms;
-    for (long n = 0; n < a->limit;) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(con->queue, 0);
-        if (!ev) break;
-        int type = rd_kafka_event_type(ev);
-        con->taken[n] = ev;
-        const rd_kafka_message_t *m = type == RD_KAFKA_EVENT_FETCH ? rd_kafka_event_message_next(ev) : NULL;
-        con->taken_messages[n] = m;
-        if (m && !m->err) c->progress++;
-        con->taken_count = ++n;
-        if (type == RD_KAFKA_EVENT_REBALANCE) {
-            con->rebalance_due = 1; /* answered by Ruby, or by release if that never happens */
-            break;
-        }
-        if (n % BUDGET_CHECK_EVERY == 0 && sluice_now_ms() >= deadline) break; /* a clock read costs as much as a message */
-    }
-    con->exhausted = rd_kafka_queue_length(con->queue) > 0;
+    a->deadline = a->budget_ms < 0 ? INFINITY : sluice_now_ms() + a->budget_ms;
+    take_from(a, con->queue, a->limit);
+    if (!a->stop) sluice_partition_queues_take(con->partition_queues, a->limit - con->taken_count, take_from, a);
+    con->exhausted = rd_kafka_queue_length(con->queue) > 0 || sluice_partition_queues_length(con->partition_queues) > 0;
     return NULL;
 }
 
@@ -264,7 +286,7 @@ static VALUE consumer_render_batches(VALUE self, VALUE ops, VALUE null) {
 static VALUE consumer_consume(VALUE self, VALUE max_items, VALUE budget) {
     client_t *c = sluice_consumer_open(self);
     long limit = NUM2LONG(max_items);
-    struct take_args a = {c, limit, NUM2DBL(budget)};
+    struct take_args a = {c, limit, NUM2DBL(budget), 0, 0};
     if (limit < 1) rb_raise(rb_eArgError, "max_items must be positive, got %ld", limit);
     reserve_taken(c, limit);
     struct build_args b = {c, rb_ary_new(), Qnil, NULL};

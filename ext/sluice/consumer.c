@@ -17,6 +17,7 @@
 #include "gate.h"
 #include "init.h"
 #include "partition_list.h"
+#include "partition_queues.h"
 #include "relay.h"
 #include "values.h"
 
@@ -62,8 +63,14 @@ struct group_args {
 static void *group_nogvl(void *p) {
     struct group_args *a = p;
     rd_kafka_t *rk = a->c->rk;
+    consumer_t *con = sluice_consumer_of(a->c);
+    struct partition_queues *pq = con->partition_queues;
     /* an answer to a rebalance, given: nothing left for destroy to answer (consumer.c's release) */
-    if (a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN || a->call == INCREMENTAL_UNASSIGN) sluice_consumer_of(a->c)->rebalance_due = 0;
+    if (a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN || a->call == INCREMENTAL_UNASSIGN) con->rebalance_due = 0;
+    /* A partition's own queue before it is fetched (partition_queues.c); handed back to the consumer queue
+     * once it is no longer (or could not be) assigned. An eager assignment replaces the whole one. */
+    if (a->call == ASSIGN) sluice_partition_queues_remove(pq, NULL, con->queue);
+    if (a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN) sluice_partition_queues_add(pq, rk, a->list, con->wake_w);
     switch (a->call) {
     case ASSIGN: a->err = rd_kafka_assign(rk, a->list); break;
     case INCREMENTAL_ASSIGN: a->error = rd_kafka_incremental_assign(rk, a->list); break;
@@ -72,6 +79,8 @@ static void *group_nogvl(void *p) {
     case UNSUBSCRIBE: a->err = rd_kafka_unsubscribe(rk); break;
     case ASSIGNMENT: a->err = rd_kafka_assignment(rk, &a->list); break;
     }
+    if (a->call == INCREMENTAL_UNASSIGN || ((a->call == ASSIGN || a->call == INCREMENTAL_ASSIGN) && (a->err || a->error)))
+        sluice_partition_queues_remove(pq, a->list, con->queue);
     return NULL;
 }
 
@@ -119,12 +128,14 @@ static VALUE consumer_initialize(VALUE self, VALUE pairs) {
                             RD_KAFKA_EVENT_STATS | RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH | RD_KAFKA_EVENT_LOG,
                         1);
     con->queue = rd_kafka_queue_get_consumer(c->rk);
+    con->partition_queues = sluice_partition_queues_new();
     RB_OBJ_WRITE(self, &con->topic_names, rb_ary_new());
     /* From now on the struct owns the handle: a raise leaves it to #destroy or GC. */
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
     con->wake_r = fds[0];
     con->wake_w = fds[1];
     rd_kafka_queue_io_event_enable(con->queue, con->wake_w, "1", 1);
+    if (!con->partition_queues) rb_raise(rb_eNoMemError, "cannot allocate the consumer's partition queues");
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
     c->wake_r = fds[0];
     c->wake_w = fds[1];
@@ -268,6 +279,10 @@ static void consumer_release(client_t *c) {
         con->sasl_queue = NULL;
     }
     rd_kafka_queue_io_event_enable(con->queue, -1, NULL, 0);
+    /* the partitions' queues first: what they hold goes to the consumer queue, emptied below */
+    if (con->partition_queues) sluice_partition_queues_remove(con->partition_queues, NULL, con->queue);
+    sluice_partition_queues_free(con->partition_queues);
+    con->partition_queues = NULL;
     release_taken(c); /* the last #consume's events hold their partitions too */
     /* Messages fetched and never consumed hold their partitions, which hold
      * their brokers: left in the queue, rd_kafka_destroy would wait forever
@@ -330,7 +345,13 @@ static void free_unstarted(client_t *c) {
     free_taken(c);          /* (destroyed: released already, a no-op) */
 }
 
-static void free_forked(client_t *c) { free_taken(c); /* the parent's events: only our copy of the list */ }
+/* the parent's events and partition queues: only our copies of the lists */
+static void free_forked(client_t *c) {
+    consumer_t *con = sluice_consumer_of(c);
+    free_taken(c);
+    sluice_partition_queues_free(con->partition_queues);
+    con->partition_queues = NULL;
+}
 
 /* ---- the consumer's main-queue events: its relay and SASL queue (client_source_t, client.h) ---- */
 
@@ -410,6 +431,7 @@ static void consumer_disown(client_t *c) {
     consumer_t *con = sluice_consumer_of(c);
     con->relay = NULL;
     con->queue = con->sasl_queue = NULL;
+    con->partition_queues = NULL;
     con->stored = NULL;
     con->taken = NULL;
     con->taken_messages = NULL;

@@ -40,6 +40,7 @@ module TestKafka
     "sluice-spec-interrupts" => [1, nil], # consumer/interrupted_reads_spec.rb
     "sluice-spec-poll-store" => [1, nil], # consumer/poll_store_spec.rb
     "sluice-spec-starts" => [1, nil], # consumer/assigned_start_spec.rb: never committed by its groups before
+    "sluice-spec-turns" => [4, nil], # consumer/partition_turns_spec.rb
     ParallelReadsTopic::NAME => [3, nil], # consumer/parallel_spec.rb and the others of ParallelReads: one per rspec process
     "sluice-spec-failures" => [3, nil], # consumer/failure_policy_spec.rb: retries and dead letters
     "sluice-spec-failures-dlq" => [3, nil],

@@ -1,0 +1,70 @@
+# frozen_string_literal: true
+
+# Each assigned partition is read from a queue of its own, taken in turn
+# (ext/sluice/partition_queues.c), not in the order librdkafka's fetch answers
+# arrived: there a whole answer of one partition (thousands of small messages)
+# came before the next partition's first. Under parallel consumption a
+# partition's first messages waited seconds behind the others' (issue 55,
+# item 1: with its coordinator killed meanwhile, a member handed such a
+# partition on uncommitted, to be read again from offset 0).
+#
+# Each example waits until librdkafka has fetched every message (its
+# statistics' rxmsgs) before reading, so what a read takes first is decided
+# by the queues alone.
+RSpec.describe "Partitions taken in turn", :kafka do
+  let(:topic) { "sluice-spec-turns" }
+  let(:partitions) { 4 }
+  let(:per_partition) { 2_000 }
+  let(:producer) { build_producer }
+
+  # Produces per_partition small messages to each partition; returns each partition's first offset.
+  def fill
+    tag = rand(1 << 30)
+    reports = (0...partitions).map do |partition|
+      producer.produce_many_async(Array.new(per_partition) { |i| { topic: topic, partition: partition, payload: "#{tag}-#{i}", key: "k#{i}" } })
+    end
+    reports.to_h { |handles| handles.map(&:wait).first.then { |first| [first.partition, first.offset] } }
+  end
+
+  # A consumer assigned every partition from starts, once librdkafka holds all their messages.
+  def fetched_consumer(starts)
+    consumer = build_consumer("statistics.interval.ms": 50, "enable.auto.commit": false)
+    received = Queue.new
+    consumer.monitor.subscribe("statistics.emitted") { |event| received << event[:statistics]["rxmsgs"].to_i }
+    consumer.assign(topic => starts)
+    deadline = monotonic + 30
+    until pop_within(received, 30) >= partitions * per_partition
+      raise "librdkafka fetched fewer than #{partitions * per_partition} messages within 30 s" if monotonic > deadline
+    end
+    consumer
+  end
+
+  def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+  it "gives every partition a share of the first batch" do
+    consumer = fetched_consumer(fill)
+    first = nil
+    consumer.each_batch(max_items: 400) do |batch|
+      first = batch
+      consumer.stop
+    end
+    counts = first.map(&:partition).tally
+    expect(counts.keys).to contain_exactly(*0...partitions)
+    expect(counts.values).to all(be >= 64) # turns of at most 64: before, 400 of one partition
+  end
+
+  it "starts every partition's first message among the first blocks of a concurrent read" do
+    starts = fill
+    consumer = fetched_consumer(starts)
+    started = Queue.new
+    consumer.each_message(concurrency: 8, ordering: :key) do |message|
+      started << message
+      consumer.stop if started.size >= 400
+    end
+    order = Array.new(started.size) { started.pop }
+    firsts = order.each_index.select { |i| order[i].offset == starts.fetch(order[i].partition) }
+    expect(order.map(&:partition).uniq).to contain_exactly(*0...partitions)
+    expect(firsts.size).to eq(partitions)
+    expect(firsts.max).to be < partitions * 64 # the first round of turns (at most 64 each); before, behind 3 x 2,000
+  end
+end
