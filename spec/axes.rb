@@ -42,7 +42,7 @@ module SpecAxes
       integration/producer/*_spec.rb integration/admin/*_spec.rb integration/oauth/*_spec.rb
       integration/consumer/{consumer,authentication,close_bounds,close_broker_down,close_after_rebalance}_spec.rb
       integration/consumer/{groups,group_protocol,interrupted_reads,offset_fetch_retry,poll_store,positions}_spec.rb
-      integration/consumer/{close_deadline,finished_above,revoke_commit_failure,left_behind_recovery}_spec.rb
+      integration/consumer/{close_deadline,finished_above,revoke_commit_failure,left_behind_recovery,partition_turns}_spec.rb
       integration/instrumentation/instrumentation_spec.rb integration/testing/mock_cluster_spec.rb
       integration/share_consumer/*_spec.rb
     ],

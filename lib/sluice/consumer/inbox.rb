@@ -146,7 +146,7 @@ module Sluice
         @idle = ConditionVariable.new
         @idle_waiters = 0 # threads in #wait_idle (under @reader_lock)
         @given_back = [] # [:seek, positions] and [:assign, pairs] of other threads, for the reader to carry out
-        @holder = Holder # the current read's (#reading)
+        @holder = Holder # the current read's (#reading), and its @drain_items (nil: DRAIN_ITEMS)
       end
 
       # #stop was called and no read began since.
@@ -408,11 +408,13 @@ module Sluice
       # a time).
       # @param holder [#before_revoke, #after_rebalance] what this read holds
       #   outside the Inbox (see Holder), told of each rebalance answered in it
-      def reading(holder = nil, &)
+      # @param drain_items [Integer] items a drain takes while it reads (a
+      #   concurrent read takes fewer: ParallelReading::DRAIN_ITEMS)
+      def reading(holder = nil, drain_items: DRAIN_ITEMS, &block)
         fiber = Fiber.current
         outer = !@reader.equal?(fiber) # not nested in a read of fiber's own (see #leave_slot)
         take_slot(fiber)
-        holder ? held_by(holder, &) : yield
+        holder ? held_by(holder, drain_items, &block) : yield
       ensure
         leave_slot(fiber, outer)
       end
@@ -483,11 +485,13 @@ module Sluice
       def wake_idle = Thread.handle_interrupt(DEFERRED) { @reader_lock.synchronize { @idle.broadcast } }
 
       # Only the reader (the slot is taken) sets it, so no other read's holder is touched.
-      def held_by(holder)
+      def held_by(holder, drain_items)
         @holder = holder
+        @drain_items = drain_items
         yield
       ensure
         @holder = Holder
+        @drain_items = nil
       end
 
       def claim(fiber)
@@ -570,7 +574,7 @@ module Sluice
 
         Thread.handle_interrupt(DEFERRED) do
           store_processed
-          items = drain(DRAIN_ITEMS)
+          items = drain(@drain_items || DRAIN_ITEMS)
           @ledger.fill(items)
           commit_drained_starts(items)
         end

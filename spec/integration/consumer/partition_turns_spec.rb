@@ -67,4 +67,25 @@ RSpec.describe "Partitions taken in turn", :kafka do
     expect(firsts.size).to eq(partitions)
     expect(firsts.max).to be < partitions * 64 # the first round of turns (at most 64 each); before, behind 3 x 2,000
   end
+
+  # A partition whose messages come after a concurrent read drained another's: it waits behind one small
+  # drain (ParallelReading::DRAIN_ITEMS) and the workers' buffer (max_buffered), not behind 2,000.
+  it "starts a partition's message produced while a concurrent read works through another's" do
+    start = producer.produce_many_async(Array.new(per_partition) { |i| { topic: topic, partition: 0, payload: "p0-#{i}", key: "k#{i}" } })
+                    .map(&:wait).first.offset
+    after_mark = producer.produce_sync(topic: topic, partition: 1, payload: "mark").offset + 1 # partition 1 is read from here
+    consumer = build_consumer("enable.auto.commit": false)
+    consumer.assign(topic => { 0 => start, 1 => after_mark })
+    started = Queue.new
+    late = nil
+    consumer.each_message(concurrency: 8, ordering: :key) do |message|
+      started << message.partition
+      late ||= producer.produce_sync(topic: topic, partition: 1, payload: "late", key: "late") if message.offset == start
+      next consumer.stop if message.partition == 1
+
+      sleep(0.01) # a block's work: the read is still in partition 0 when the late message comes
+    end
+    order = Array.new(started.size) { started.pop }
+    expect(order.index(1)).to be < 64 + 64 + 2 * 64 # max_buffered (8 x 8), a drain, slack for the fetch; before, about 2,000
+  end
 end
