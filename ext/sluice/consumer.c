@@ -128,14 +128,18 @@ static VALUE consumer_initialize(VALUE self, VALUE pairs) {
                             RD_KAFKA_EVENT_STATS | RD_KAFKA_EVENT_OAUTHBEARER_TOKEN_REFRESH | RD_KAFKA_EVENT_LOG,
                         1);
     con->queue = rd_kafka_queue_get_consumer(c->rk);
-    con->partition_queues = sluice_partition_queues_new();
+#ifdef SLUICE_OWN_PARTITION_QUEUES
+    con->partition_queues = sluice_partition_queues_new(); /* NULL (no memory) raises below */
+#endif
     RB_OBJ_WRITE(self, &con->topic_names, rb_ary_new());
     /* From now on the struct owns the handle: a raise leaves it to #destroy or GC. */
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
     con->wake_r = fds[0];
     con->wake_w = fds[1];
     rd_kafka_queue_io_event_enable(con->queue, con->wake_w, "1", 1);
+#ifdef SLUICE_OWN_PARTITION_QUEUES
     if (!con->partition_queues) rb_raise(rb_eNoMemError, "cannot allocate the consumer's partition queues");
+#endif
     if (sluice_pipe(fds) < 0) rb_sys_fail("pipe");
     c->wake_r = fds[0];
     c->wake_w = fds[1];
@@ -466,8 +470,20 @@ static const client_kind_t consumer_kind = {
     .free_forked = free_forked,
 };
 
+/* Consumer.own_partition_queues? -> whether each assigned partition is read from its own queue
+ * (partition_queues.c; the bundled build, with its patch 0015) or all from the consumer queue. */
+static VALUE consumer_s_own_partition_queues_p(VALUE klass) {
+    (void)klass;
+#ifdef SLUICE_OWN_PARTITION_QUEUES
+    return Qtrue;
+#else
+    return Qfalse;
+#endif
+}
+
 VALUE sluice_init_consumer(VALUE client) {
     VALUE klass = rb_define_class_under(sluice_mNative, "Consumer", client);
+    rb_define_singleton_method(klass, "own_partition_queues?", consumer_s_own_partition_queues_p, 0);
     rb_define_method(klass, "initialize", consumer_initialize, 1);
     rb_define_method(klass, "subscribe", consumer_subscribe, 1);
     rb_define_method(klass, "unsubscribe", consumer_unsubscribe, 0);

@@ -20,7 +20,9 @@ typedef struct {
                                      queue would run them as callbacks, so they get a queue of their own */
     rd_kafka_queue_t *queue;   /* the consumer queue: messages, rebalances, consumer errors */
     struct partition_queues *partition_queues; /* each assigned partition's own queue, off the consumer queue
-                                                  (partition_queues.c): #consume takes from each in turn */
+                                                  (partition_queues.c): #consume takes from each in turn. NULL
+                                                  without SLUICE_OWN_PARTITION_QUEUES (a system librdkafka,
+                                                  which lacks patch 0015): the consumer queue alone */
     int wake_r, wake_w;        /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
     int exhausted;             /* the last #consume stopped with events left */
     rd_kafka_event_t **taken;  /* the last #consume's events, destroyed by the next one or by release (malloc'd) */

@@ -130,6 +130,9 @@ fail_build "the bundled build wanted librdkafka #{wanted}, its headers say #{ver
 message "sluice: librdkafka #{version} headers (#{SYSTEM_LIBRDKAFKA ? "the system's" : "bundled"})\n"
 
 $defs << "-DSLUICE_SELECTOR_#{selector.upcase}"
+# Each partition read from its own queue (partition_queues.c): only with the bundled build, whose patch 0015
+# makes those queues share the prefetch limits (without it, each would prefetch up to all of them).
+$defs << "-DSLUICE_OWN_PARTITION_QUEUES" unless SYSTEM_LIBRDKAFKA
 # Ruby's own config.h defines HAVE_SYS_EVENTFD_H on Linux: our own name decides.
 $defs << "-DSLUICE_WAKE_EVENTFD" if selector == "epoll" && have_header("sys/eventfd.h")
 have_func("pipe2", "unistd.h")
