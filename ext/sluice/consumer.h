@@ -23,6 +23,7 @@ typedef struct {
                                                   (partition_queues.c): #consume takes from each in turn. NULL
                                                   without SLUICE_OWN_PARTITION_QUEUES (a system librdkafka,
                                                   which lacks patch 0015): the consumer queue alone */
+    int own_queues;            /* #own_partition_queues=: newly assigned partitions get their own queue */
     int wake_r, wake_w;        /* its wake-up pipe, waited on through Ruby's IO (fibers yield) */
     int exhausted;             /* the last #consume stopped with events left */
     rd_kafka_event_t **taken;  /* the last #consume's events, destroyed by the next one or by release (malloc'd) */

@@ -471,7 +471,7 @@ module Sluice
       reading = ParallelReading.new(inbox: @inbox, rewind: method(:rewind), instrument: method(:instrument), shares: shares, block: block,
                                     close_deadline: @life.method(:deadline), commit: @config.auto_commit?,
                                     retrying: policy ? policy.method(:retrying) : -> { 0 }, **settings.to_h)
-      @inbox.reading(reading, drain_items: ParallelReading::DRAIN_ITEMS) do
+      @inbox.reading(reading, turns: true) do
         @parallel = reading # for close, and for offsets a block stores itself
         reading.run
       ensure

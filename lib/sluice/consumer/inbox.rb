@@ -108,6 +108,13 @@ module Sluice
       DRAIN_ITEMS = 2_000
       # (see DRAIN_ITEMS)
       DRAIN_BUDGET = 50
+      # Items a drain takes while partitions take turns (#reading's turns:, a
+      # concurrent read's). librdkafka's queues hand out at most 64 of a
+      # partition in a row (ext/sluice/partition_queues.c), so a partition
+      # fetched after a drain waits behind one small drain and the workers'
+      # buffer, not behind 2,000 of another's: seconds (issue 55, a partition
+      # assigned uncommitted kept only its start committed meanwhile).
+      TURN_DRAIN_ITEMS = 64
       # At most this long (s) between two polls while buffered messages are handed out (see #keep_polling).
       KEEP_POLLING = 1.0
       # Thread.handle_interrupt's mask for a move between two places (see above).
@@ -408,13 +415,14 @@ module Sluice
       # a time).
       # @param holder [#before_revoke, #after_rebalance] what this read holds
       #   outside the Inbox (see Holder), told of each rebalance answered in it
-      # @param drain_items [Integer] items a drain takes while it reads (a
-      #   concurrent read takes fewer: ParallelReading::DRAIN_ITEMS)
-      def reading(holder = nil, drain_items: DRAIN_ITEMS, &block)
+      # @param turns [Boolean] partitions taken in turns (a concurrent read's):
+      #   each from a queue of its own (Native::Consumer#own_partition_queues=),
+      #   TURN_DRAIN_ITEMS a drain
+      def reading(holder = nil, turns: false, &block)
         fiber = Fiber.current
         outer = !@reader.equal?(fiber) # not nested in a read of fiber's own (see #leave_slot)
         take_slot(fiber)
-        holder ? held_by(holder, drain_items, &block) : yield
+        holder ? held_by(holder, turns, &block) : yield
       ensure
         leave_slot(fiber, outer)
       end
@@ -485,13 +493,21 @@ module Sluice
       def wake_idle = Thread.handle_interrupt(DEFERRED) { @reader_lock.synchronize { @idle.broadcast } }
 
       # Only the reader (the slot is taken) sets it, so no other read's holder is touched.
-      def held_by(holder, drain_items)
+      def held_by(holder, turns)
         @holder = holder
-        @drain_items = drain_items
+        take_turns(true) if turns
         yield
       ensure
         @holder = Holder
-        @drain_items = nil
+        take_turns(false) if turns
+      end
+
+      # A close (this thread's, or another's under way) hands the queues back itself.
+      def take_turns(taking)
+        @drain_items = taking ? TURN_DRAIN_ITEMS : nil
+        @client.own_partition_queues = taking unless @client.closed?
+      rescue Errors::ConsumerClosedError
+        nil
       end
 
       def claim(fiber)

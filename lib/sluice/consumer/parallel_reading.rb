@@ -47,12 +47,6 @@ module Sluice
       # 10 commits a second per member, while blocks finish. (4 SIGKILLs at
       # :key 64: 0.5 s left 4,789 duplicates of 20,000, 0.1 s 2,499.)
       COMMIT_EVERY = 0.1
-      # Items the Inbox drains at a time for this read (Inbox#reading's drain_items; a plain read's 2,000):
-      # librdkafka's queues hand out turns of at most 64 per partition (ext/sluice/partition_queues.c), so
-      # a partition whose first messages were fetched after a drain waits behind at most one small drain
-      # and the workers' buffer. Behind a drain of 2,000 of another partition's, it waited seconds (issue 55:
-      # a partition assigned uncommitted kept only its start committed meanwhile).
-      DRAIN_ITEMS = 64
       # #in_flight before the workers start.
       IDLE = { running: 0, waiting: 0, retrying: 0 }.freeze
 
