@@ -12,9 +12,13 @@
  * finished, so a member that lost it meanwhile (its coordinator killed) left
  * it to be read again from offset 0 (issue 55).
  *
- * Here each assigned partition's fetch queue is taken off the consumer queue
- * (rd_kafka_queue_forward to NULL before the assignment, which librdkafka
- * then leaves alone) and wakes the consumer queue's pipe itself. #consume
+ * While a concurrent read runs (consumer.c's #own_partition_queues=), each
+ * assigned partition's fetch queue is taken off the consumer queue
+ * (rd_kafka_queue_forward to NULL, before the assignment for a partition
+ * assigned later, which librdkafka's fetch start then leaves alone) and wakes
+ * the consumer queue's pipe itself. Plain reads keep the one queue: the
+ * bundled librdkafka's patch 0015 splits the prefetch limits among own
+ * queues, which halved a plain read's rate. #consume
  * takes the consumer queue first (rebalances, errors, and anything a
  * partition forwarded before this), then a share of each partition's queue
  * in turn. Order within a partition is librdkafka's; across partitions

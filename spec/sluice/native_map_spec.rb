@@ -68,7 +68,7 @@ RSpec.describe "The map of the native code (ext/sluice/README.md)" do
     elsif heading && line.start_with?("| `")
       cell = line.split("|")[1]
       file = cell[/\(([\w.]+\.c)\)\s*\z/, 1] || heading[:file]
-      cell.scan(/`([#.])(\w+[?!]?)/).each { |kind, name| map_methods << [kind, name, file, heading[:name]] }
+      cell.scan(/`([#.])(\w+[?!=]?)/).each { |kind, name| map_methods << [kind, name, file, heading[:name]] }
     end
   end
   files_table = map_text[/^## Files\n.*?(?=^## )/m]
