@@ -138,6 +138,11 @@ static VALUE mock_broker_set_up(VALUE self, VALUE id) {
     return INT2FIX(rd_kafka_mock_broker_set_up(mock_open(self), NUM2INT(id)));
 }
 
+/* #broker_set_rtt(id, ms) -> librdkafka's result code: every answer of the broker waits ms first (0: none) */
+static VALUE mock_broker_set_rtt(VALUE self, VALUE id, VALUE ms) {
+    return INT2FIX(rd_kafka_mock_broker_set_rtt(mock_open(self), NUM2INT(id), NUM2INT(ms)));
+}
+
 #ifdef HAVE_RD_KAFKA_MOCK_GROUP_INITIAL_REBALANCE_DELAY_MS
 /* #group_initial_rebalance_delay_ms(ms): how long a new group's first join waits for more members */
 static VALUE mock_group_initial_rebalance_delay_ms(VALUE self, VALUE ms) {
@@ -168,6 +173,7 @@ void sluice_init_mock_cluster(void) {
     rb_define_method(klass, "clear_request_errors", mock_clear_request_errors, 1);
     rb_define_method(klass, "broker_set_down", mock_broker_set_down, 1);
     rb_define_method(klass, "broker_set_up", mock_broker_set_up, 1);
+    rb_define_method(klass, "broker_set_rtt", mock_broker_set_rtt, 2);
     rb_define_method(klass, "destroy", mock_destroy, 0);
 #ifdef HAVE_RD_KAFKA_MOCK_GROUP_INITIAL_REBALANCE_DELAY_MS
     rb_define_method(klass, "group_initial_rebalance_delay_ms", mock_group_initial_rebalance_delay_ms, 1);

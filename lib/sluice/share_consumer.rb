@@ -184,25 +184,22 @@ module Sluice
     # takes no timeout (it is bounded by socket.timeout.ms, 60 s), so it runs
     # in a native thread of its own, and close waits for it at most timeout_ms:
     # after that, false, and the thread finishes the close (and frees the
-    # handle) on its own. Not from a trap (#stop there).
+    # handle) on its own. A #commit_sync of another thread holds the handle
+    # (librdkafka allows one call at a time) up to its own timeout: close
+    # waits for it within timeout_ms too, and past that returns false, a
+    # thread of ours closing once the commit is answered. Not from a trap
+    # (#stop there).
     # @param timeout_ms [Integer]
     # @return [Boolean] whether the group was left within timeout_ms (true too when closed before)
     def close(timeout_ms = @config.max_wait_timeout)
+      deadline = now + (Integer(timeout_ms) / 1000.0)
       @stopping = true
       @closing = true
-      started = synchronize(open: false) do
-        next false if @closed
+      return close_until(deadline) if @lock.owned?
 
-        @closed = true
-        instrument("share_consumer.closing")
-        @native.close_start
-      end
-      return true unless started
-
-      result = @native.close_wait(Integer(timeout_ms))
-      announce_commits
-      instrument("share_consumer.closed", within_timeout: result != false, error: result && KafkaError.from_tuple(result))
-      result != false
+      # Not the lock's own wait: that one has no bound.
+      closer = Thread.new { close_until(deadline) }
+      closer.join(ms_until(deadline) / 1000.0) ? closer.value : false
     end
 
     # @return [Boolean]
@@ -214,6 +211,23 @@ module Sluice
     private
 
     def implicit? = @config.acknowledgement == :implicit
+
+    # The close, once the handle is free: started, waited for until deadline, reported.
+    def close_until(deadline)
+      started = synchronize(open: false) do
+        next false if @closed
+
+        @closed = true
+        instrument("share_consumer.closing")
+        @native.close_start
+      end
+      return true unless started
+
+      result = @native.close_wait(ms_until(deadline))
+      announce_commits
+      instrument("share_consumer.closed", within_timeout: result != false, error: result && KafkaError.from_tuple(result))
+      result != false
+    end
 
     # A batch for the reading loop; empty after a slice without one, or once closed.
     def next_batch

@@ -138,6 +138,19 @@ module Sluice
       # @raise [ClosedError]
       def broker_up(id) = broker(id, :broker_set_up)
 
+      # Delays every answer of a broker (a slow network or broker: a call
+      # that waits for one takes that long), until set to 0 again.
+      # @param id [Integer] 1..brokers
+      # @param milliseconds [Integer] >= 0
+      # @return [nil]
+      # @raise [ArgumentError] no such broker, or a negative delay
+      # @raise [ClosedError]
+      def broker_rtt(id, milliseconds)
+        raise ArgumentError, "the delay is an Integer >= 0 (ms), got #{milliseconds.inspect}" unless milliseconds.is_a?(Integer) && milliseconds >= 0
+
+        broker(id, :broker_set_rtt, milliseconds)
+      end
+
       # How long a new consumer group's first join waits for more members
       # (Kafka's group.initial.rebalance.delay.ms; the mock's default is 3000).
       # 0 makes a spec that subscribes join at once.
@@ -182,10 +195,10 @@ module Sluice
         raise ArgumentError, "#{error.inspect} is a client-side error: a broker answers with Kafka's codes (or :transport, a disconnect)"
       end
 
-      def broker(id, call)
+      def broker(id, call, *arguments)
         raise ArgumentError, "no broker #{id.inspect}: the cluster's are 1..#{@brokers}" unless id.is_a?(Integer) && id.between?(1, @brokers)
 
-        code = live { |native| native.public_send(call, id) }
+        code = live { |native| native.public_send(call, id, *arguments) }
         raise KafkaError, code unless code.zero?
       end
     end
