@@ -144,6 +144,20 @@ RSpec.describe Sluice::Testing::MockCluster, timeout: 30, skip: absent do
     writer&.close
   end
 
+  it "delays a broker's answers: a delivery's report comes only after the delay" do
+    writer = producer
+    writer.produce_sync(topic: "orders", partition: 0, payload: "connected") # no connection to wait for below
+    mock_kafka.broker_rtt(1, 3_000)
+    handle = writer.produce_async(topic: "orders", partition: 0, payload: "x")
+    expect { handle.wait(max_wait_timeout: 500) }.to raise_error(Sluice::Errors::WaitTimeoutError)
+    mock_kafka.broker_rtt(1, 0)
+    expect(handle.wait(max_wait_timeout: 10_000).offset).to eq(1)
+    expect { mock_kafka.broker_rtt(1, -1) }.to raise_error(ArgumentError, /Integer >= 0/)
+    expect { mock_kafka.broker_rtt(2, 10) }.to raise_error(ArgumentError, /no broker 2/)
+  ensure
+    writer&.close
+  end
+
   it "closes once: its ports are released, a second close does nothing, calls after it raise" do
     cluster = described_class.new
     port = Integer(cluster.bootstrap_servers.split(",").first.split(":").last)
