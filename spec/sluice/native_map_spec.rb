@@ -123,7 +123,7 @@ RSpec.describe "The map of the native code (ext/sluice/README.md)" do
     "kafka-share-groups.sh" => "Kafka's tools",
     "kafka-producer-perf-test.sh" => "Kafka's tools", "rbinstall.rb" => "Ruby's source (tool/rbinstall.rb)",
     "include/makemd5.c" => "Cyrus SASL's source", "common/crypto-compat.c" => "Cyrus SASL's source",
-    "rdkafka_conf.c" => "librdkafka's source",
+    "rdkafka_conf.c" => "librdkafka's source", "rdkafka_mock_cgrp.c" => "librdkafka's source",
     "OUT.json" => "bin/rspec-parallel's usage (a placeholder)"
   }
   extensions = "rb|c|h|md|rake|ya?ml|json|sh|txt|patch|gemspec|png|conf"
