@@ -198,7 +198,9 @@ module Sluice
       return close_until(deadline) if @lock.owned?
 
       # Not the lock's own wait: that one has no bound.
-      closer = Thread.new { close_until(deadline) }
+      closer = Thread.new { close_late_reported(deadline) }
+      closer.name = "sluice.share_close##{@config.id}"
+      closer.report_on_exception = false # raised to the caller by #value, or an event once it has gone
       closer.join(ms_until(deadline) / 1000.0) ? closer.value : false
     end
 
@@ -227,6 +229,15 @@ module Sluice
       announce_commits
       instrument("share_consumer.closed", within_timeout: result != false, error: result && KafkaError.from_tuple(result))
       result != false
+    end
+
+    # #close_until on the closer thread: a failure after #close returned false
+    # reaches nobody's stack, so it is an error.occurred event.
+    def close_late_reported(deadline)
+      close_until(deadline)
+    rescue StandardError => e
+      instrument("error.occurred", type: "share_consumer.close", error: e) if now > deadline
+      raise
     end
 
     # A batch for the reading loop; empty after a slice without one, or once closed.

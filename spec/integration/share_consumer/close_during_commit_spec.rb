@@ -39,14 +39,17 @@ RSpec.describe "ShareConsumer#close while another thread's commit_sync waits (mo
 
   def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
-  it "returns false within its timeout, and the consumer closes once the commit is answered" do
-    events = Queue.new
+  # A consumer whose commit_sync, on a thread of its own, holds the handle
+  # waiting for an answer the mock holds 4 s; events get its close events.
+  def committing_consumer(events)
     consumer = Sluice::ShareConsumer.new do |config|
       config.kafka = mock_kafka.kafka("group.id": "share-close-commit")
       config.acknowledgement = :explicit
       config.logger = Logger.new(nil)
     end
-    %w[share_consumer.closing share_consumer.closed].each { |name| consumer.monitor.subscribe(name) { |event| events << [name, event.payload] } }
+    %w[share_consumer.closing share_consumer.closed error.occurred].each do |name|
+      consumer.monitor.subscribe(name) { |event| events << [name, event.payload] }
+    end
     expect(accepted_records(consumer)).not_to be_empty
 
     mock_kafka.broker_rtt(1, 4_000)
@@ -58,6 +61,12 @@ RSpec.describe "ShareConsumer#close while another thread's commit_sync waits (mo
 
       Thread.pass
     end
+    [consumer, committer]
+  end
+
+  it "returns false within its timeout, and the consumer closes once the commit is answered" do
+    events = Queue.new
+    consumer, committer = committing_consumer(events)
 
     closed = consumer.close(500)
 
@@ -71,5 +80,25 @@ RSpec.describe "ShareConsumer#close while another thread's commit_sync waits (mo
     expect { consumer.poll(0) }.to raise_error(Sluice::Errors::ConsumerClosedError)
   ensure
     consumer&.close(5_000)
+  end
+
+  # No caller is left to raise to: librdkafka's close failing (injected here:
+  # neither a broker nor the mock fails it on demand) is an event, not a
+  # thread's death printed on stderr.
+  it "reports a failure of the close it finishes after returning as an error.occurred event" do
+    events = Queue.new
+    consumer, committer = committing_consumer(events)
+    failure = Sluice::KafkaError.new(Sluice::KafkaError.number_for(:transport))
+    allow(consumer.instance_variable_get(:@native)).to receive(:close_wait).and_wrap_original do |close_wait, ms|
+      close_wait.call(ms)
+      raise failure
+    end
+
+    expect(consumer.close(500)).to be(false)
+    committer.join
+
+    seen = Array.new(2) { pop_within(events) }
+    expect(seen.map(&:first)).to eq(%w[share_consumer.closing error.occurred])
+    expect(seen.last.last).to include(type: "share_consumer.close", error: failure)
   end
 end
