@@ -103,6 +103,14 @@ RSpec.describe "sluice lag and reset", :kafka, timeout: 120 do
     expect(committed(group)).to eq(0 => 4, 1 => 6)
   end
 
+  it "says in a dry run of a group nobody knows that a real reset creates it, or is refused for a share group" do
+    plan = sluice("reset", group, topic, "--to", "latest", "--dry-run")
+
+    expect(plan.code).to eq(0), plan.stderr
+    expect(plan.stderr).to include("no consumer group #{group} is known", "refused if #{group} is a share group's id")
+    expect(sluice("lag", group).stderr).to include("no consumer group #{group}") # still none: nothing committed
+  end
+
   it "refuses to reset a group with an active member, and changes nothing" do
     member_topic = @topics.fetch(:members)
     commit_member = start_sluice("tail", member_topic, "-G", group, "-o", "beginning", "-q")

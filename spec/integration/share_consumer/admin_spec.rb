@@ -64,6 +64,10 @@ RSpec.describe Sluice::Admin, :kafka, :share_groups do
     reset = share_sluice("reset", group, share_topic, "--to", "earliest")
     expect(reset.code).to eq(1)
     expect(reset.stderr).to include("Sluice::Errors::NotConsumerGroupError")
+    # A dry run cannot tell (librdkafka describes a share group as none), and says so.
+    plan = share_sluice("reset", group, share_topic, "--to", "earliest", "--dry-run")
+    expect(plan.code).to eq(0)
+    expect(plan.stderr).to include("no consumer group #{group} is known", "refused if #{group} is a share group's id")
     expect(share_admin.committed_offsets(group)).to eq({})
   end
 end

@@ -28,7 +28,7 @@ module Sluice
             plan = plan(admin, topic)
             current = admin.committed_offsets(group).fetch(topic, {})
             return dry_run(group, topic, plan, current, members) if @dry_run
-            return refuse(group, members) unless members.zero?
+            return refuse(group, members) unless members.to_i.zero?
 
             admin.reset_offsets(group, topic, plan)
             print_plan("reset group #{group} on #{topic}:", topic, plan, current)
@@ -53,11 +53,13 @@ module Sluice
           partitions.to_h { |p| [p, found.fetch(p, -1).negative? ? admin.watermark_offsets(topic, p).last : found[p]] }
         end
 
-        # A group that never existed has no members (and may be given offsets).
+        # @return [Integer, nil] nil for no group the admin API knows: one that never
+        #   existed (it may be given offsets), or a share group's id (librdkafka
+        #   describes none; a reset of it is refused)
         def active_members(admin, group)
           admin.describe_group(group)[:members].size
         rescue Errors::UnknownGroupError
-          0
+          nil
         end
 
         def refuse(group, members)
@@ -67,7 +69,12 @@ module Sluice
 
         def dry_run(group, topic, plan, current, members)
           print_plan("plan for group #{group} on #{topic} (dry run, nothing committed):", topic, plan, current)
-          warn_line("sluice reset: group #{group} has #{members} active member(s): a real reset would be refused") unless members.zero?
+          if members.nil?
+            warn_line("sluice reset: no consumer group #{group} is known: a real reset gives it these offsets, " \
+                      "or is refused if #{group} is a share group's id (librdkafka cannot tell them apart)")
+          elsif members.positive?
+            warn_line("sluice reset: group #{group} has #{members} active member(s): a real reset would be refused")
+          end
           nil
         end
 
