@@ -40,6 +40,7 @@ RSpec.configure do |config|
     watchdog = Thread.new do
       sleep(limit + 60)
       ThreadDump.warn_all(example, "is still running a minute after its timeout: ending the run")
+      ThreadDump.record(example)
       exit!(1)
     end
     Timeout.timeout(limit) { example.run }
@@ -58,10 +59,27 @@ end
 
 # Where every thread is, on stderr, for an example that overran.
 module ThreadDump
+  # A run the watchdog ends writes no rspec results, and its dump is far from
+  # a CI log's tail: .ci/run prints this file (where each thread was, a line
+  # each) among its last lines.
+  REPORT = File.expand_path("../tmp/hung-examples.txt", __dir__)
+
   def self.warn_all(example, what)
     Thread.list.each do |thread|
       warn "#{example.location} #{what}; #{thread.inspect}:\n  #{(thread.backtrace || []).first(25).join("\n  ")}"
     end
     $stderr.flush
+  end
+
+  # Each thread's name, status and innermost frames of this project's code.
+  def self.record(example)
+    root = "#{File.expand_path("..", __dir__)}/"
+    lines = (Thread.list - [Thread.current]).map do |thread|
+      frames = (thread.backtrace || []).map { |frame| frame.delete_prefix(root) }.reject { |frame| frame.start_with?("/") }
+      "  #{thread.name || "(unnamed)"} #{thread.status}: #{frames.first(6).join(" < ")}"
+    end
+    File.write(REPORT, "hung: #{example.location} (polling mode #{TestKafka::MODE})\n#{lines.join("\n")}\n", mode: "a")
+  rescue StandardError => e
+    warn "ThreadDump.record: #{e.message}"
   end
 end
