@@ -312,9 +312,13 @@ module Sluice
 
       # `@count` already includes registrations still queued or in the batch being
       # applied, so a client arriving while the last one leaves keeps us running.
+      # An unregistration counts down before it is queued: one queued while an
+      # earlier one was being applied keeps us running too, or its close would
+      # wait on its latch forever (CI's cluster run once hung so: a producer's
+      # and a consumer's close ending together).
       def stop_if_idle
         @mutex.synchronize do
-          return false unless @count.zero? && @thread.equal?(Thread.current)
+          return false unless @count.zero? && @commands.empty? && @thread.equal?(Thread.current)
 
           @thread = nil
           true

@@ -275,6 +275,41 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
     [holder_closer, last_closer, arriving].each { |thread| thread&.join }
   end
 
+  # A regression: CI's cluster run once hung in a consumer's close (its
+  # unregistration never applied). Deterministic: the poller thread is held
+  # in the first client's unregistration while the last one's is queued; the
+  # thread must apply it before it stops, not stop on a count already at 0.
+  it "applies the last client's unregistration queued while the one before it was being applied" do
+    poller = Sluice::Polling::Poller.new
+    in_listener = Queue.new
+    release = Queue.new
+    holding = Sluice::Monitor.new
+    holding.subscribe("poller.producer_unregistered") do |_event|
+      in_listener << true
+      release.pop
+    end
+    holder = fd_producer(poller: poller, monitor: holding)
+    last = fd_producer(poller: poller)
+    last.produce_sync(topic: topic, payload: "warm-up")
+
+    holder_closer = Thread.new { holder.close }
+    pop_within(in_listener, what: "the holding listener") # the poller thread is held inside the command loop
+    last_closer = Thread.new { last.close }
+    spin_until(what: "the close queued its unregistration") { poller.count.zero? }
+    release << true
+
+    expect(holder_closer.join(10)).to be(holder_closer)
+    unless last_closer.join(10)
+      # Nothing would ever apply it: the after hooks' and the at_exit close would wait too.
+      warn "the last close never returned: its unregistration was left queued and the poller stopped; ending the run"
+      exit!(1)
+    end
+    expect([holder, last]).to all(be_closed)
+    expect(poller.alive?).to be(false)
+  ensure
+    release&.push(true)
+  end
+
   describe "special producers" do
     it "runs a transactional producer: the committed message is visible to read_committed" do
       producer = fd_producer(kafka: { "transactional.id": "sluice-fd-poller-#{SecureRandom.hex(4)}" })
