@@ -55,6 +55,20 @@ RSpec.configure do |config|
     close_test_consumers
     close_test_producers
   end
+
+  # The exit is bounded too: the close of Shared::Shutdown's at_exit hook
+  # (installed with the first client, so it runs after this one) may wait on a
+  # client that an example which timed out left stuck, its watchdog gone.
+  config.after(:suite) do
+    at_exit do
+      Thread.new do
+        sleep(120)
+        warn "rspec is still exiting 120 s after its last example: ending it"
+        ThreadDump.record("the exit")
+        exit!(1)
+      end
+    end
+  end
 end
 
 # Where every thread is, on stderr, for an example that overran.
@@ -72,13 +86,15 @@ module ThreadDump
   end
 
   # Each thread's name, status and innermost frames of this project's code.
-  def self.record(example)
+  # @param where [RSpec::Core::Example, String] the example that hung, or what did
+  def self.record(where)
     root = "#{File.expand_path("..", __dir__)}/"
     lines = (Thread.list - [Thread.current]).map do |thread|
       frames = (thread.backtrace || []).map { |frame| frame.delete_prefix(root) }.reject { |frame| frame.start_with?("/") }
       "  #{thread.name || "(unnamed)"} #{thread.status}: #{frames.first(6).join(" < ")}"
     end
-    File.write(REPORT, "hung: #{example.location} (polling mode #{TestKafka::MODE})\n#{lines.join("\n")}\n", mode: "a")
+    what = where.respond_to?(:location) ? where.location : where
+    File.write(REPORT, "hung: #{what} (polling mode #{TestKafka::MODE})\n#{lines.join("\n")}\n", mode: "a")
   rescue StandardError => e
     warn "ThreadDump.record: #{e.message}"
   end
