@@ -240,14 +240,14 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
     end
   end
 
-  # A regression (fixed in da71e67). Deterministic: the poller thread is held in a
-  # poller.producer_unregistered listener (it runs inside the poller's command
-  # loop) while the last producer's unregistration and a new registration are
-  # queued, so the next command loop applies both in one batch.
-  it "serves a producer registered while the poller's last producer is being unregistered" do
+  # Two producers of a poller of their own close: the first one's
+  # unregistration is held in a poller.producer_unregistered listener (it runs
+  # inside the poller's command loop) until `release` gets an item, and the
+  # last one's is queued meanwhile (the count already 0).
+  # @return [Hash] :poller, :holder, :last and their closing threads
+  def hold_unregistration(release)
     poller = Sluice::Polling::Poller.new
     in_listener = Queue.new
-    release = Queue.new
     holding = Sluice::Monitor.new
     holding.subscribe("poller.producer_unregistered") do |_event|
       in_listener << true
@@ -261,51 +261,46 @@ RSpec.describe "FD poller (config.polling.mode = :fd)", :kafka, skip: (TestKafka
     pop_within(in_listener, what: "the holding listener") # the poller thread is held; `last` is its only producer
     last_closer = Thread.new { last.close }
     spin_until(what: "the close queued its unregistration") { poller.count.zero? }
+    { poller: poller, holder: holder, last: last, holder_closer: holder_closer, last_closer: last_closer }
+  end
+
+  # A regression (fixed in da71e67). Deterministic: a new registration is
+  # queued too, so the next command loop applies it and the last
+  # unregistration in one batch.
+  it "serves a producer registered while the poller's last producer is being unregistered" do
+    release = Queue.new
+    held = hold_unregistration(release)
+    poller = held[:poller]
     arriving = Thread.new { fd_producer(poller: poller, max_wait_timeout: 3_000) } # returns once registered
     spin_until(what: "the registration queued") { poller.count == 1 }
     release << true
-    [holder_closer, last_closer].each(&:join)
+    held.values_at(:holder_closer, :last_closer).each(&:join)
     newcomer = arriving.value
 
-    expect([holder, last]).to all(be_closed)
+    expect(held.values_at(:holder, :last)).to all(be_closed)
     expect([poller.count, poller.alive?]).to eq([1, true])
     expect(newcomer.produce_sync(topic: topic, payload: "newcomer").error).to be_nil
   ensure
     release&.push(true)
-    [holder_closer, last_closer, arriving].each { |thread| thread&.join }
+    [*held&.values_at(:holder_closer, :last_closer), arriving].each { |thread| thread&.join }
   end
 
   # A regression: CI's cluster run once hung in a consumer's close (its
-  # unregistration never applied). Deterministic: the poller thread is held
-  # in the first client's unregistration while the last one's is queued; the
-  # thread must apply it before it stops, not stop on a count already at 0.
+  # unregistration never applied). Deterministic: the thread must apply the
+  # last unregistration before it stops, not stop on a count already at 0.
   it "applies the last client's unregistration queued while the one before it was being applied" do
-    poller = Sluice::Polling::Poller.new
-    in_listener = Queue.new
     release = Queue.new
-    holding = Sluice::Monitor.new
-    holding.subscribe("poller.producer_unregistered") do |_event|
-      in_listener << true
-      release.pop
-    end
-    holder = fd_producer(poller: poller, monitor: holding)
-    last = fd_producer(poller: poller)
-    last.produce_sync(topic: topic, payload: "warm-up")
-
-    holder_closer = Thread.new { holder.close }
-    pop_within(in_listener, what: "the holding listener") # the poller thread is held inside the command loop
-    last_closer = Thread.new { last.close }
-    spin_until(what: "the close queued its unregistration") { poller.count.zero? }
+    held = hold_unregistration(release)
     release << true
 
-    expect(holder_closer.join(10)).to be(holder_closer)
-    unless last_closer.join(10)
+    expect(held[:holder_closer].join(10)).to be(held[:holder_closer])
+    unless held[:last_closer].join(10)
       # Nothing would ever apply it: the after hooks' and the at_exit close would wait too.
       warn "the last close never returned: its unregistration was left queued and the poller stopped; ending the run"
       exit!(1)
     end
-    expect([holder, last]).to all(be_closed)
-    expect(poller.alive?).to be(false)
+    expect(held.values_at(:holder, :last)).to all(be_closed)
+    expect(held[:poller].alive?).to be(false)
   ensure
     release&.push(true)
   end
