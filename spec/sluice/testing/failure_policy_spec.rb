@@ -45,7 +45,10 @@ RSpec.describe "Sluice::Testing::Consumer failure policies" do
     failed = false
     thread = Thread.new do
       consumer.each_message(concurrency: 4, retries: { attempts: 2, backoff: 0.001..0.001 }) do |message|
-        raise injected, "fails once" if message.payload == "poison" && !failed && (failed = true)
+        if message.payload == "poison" && !failed
+          failed = true
+          raise injected, "fails once"
+        end
 
         seen << message.payload
         gate.pop unless message.payload == "later"
