@@ -124,6 +124,12 @@ wait_ready() { # wait_ready PID START_SECONDS
   exit 1
 }
 
+# After wait_exit: the classes the broker of DIR wrote as it exited by itself (a TERM) become the archive of
+# the brokers of the version it ran (running_version, asked before it stopped).
+stopped_cleanly() { # stopped_cleanly VERSION
+  if ((KILLED)) || [[ -z "$1" ]]; then rm -f "$DIR/classes.jsa"; else keep_archive broker "$DIR/classes.jsa" "$1"; fi
+}
+
 format_storage() { # format_storage CLUSTER_ID [StorageTool options]
   local id="$1"
   shift
@@ -160,6 +166,7 @@ broker_start() { # broker_start "PORTS" "PORT VARIABLES" CONFIGURE CLUSTER_ID [S
 
 launch() { # starts the broker configured in $PROPS in the background; its pid in LAUNCHED
   rm -f "$PIDFILE"
+  cds_options broker "$DIR/classes.jsa" # kept by stopped_cleanly
   [[ -f "$LOGFILE" ]] && mv -f "$LOGFILE" "$LOGFILE.1"
   : >"$OUTFILE"
 
@@ -173,7 +180,7 @@ launch() { # starts the broker configured in $PROPS in the background; its pid i
     echo $$ >"$0"; exec "$@"' "$PIDFILE" \
     java $HEAP_OPTS -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
     -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError \
-    -Djava.awt.headless=true -Dkafka.logs.dir="$DIR" -Dlog4j.configuration="file:$LOG4J" \
+    -Djava.awt.headless=true -Dkafka.logs.dir="$DIR" -Dlog4j.configuration="file:$LOG4J" "${CDS[@]}" \
     ${KAFKA_KERBEROS:+-Djava.security.krb5.conf="$KAFKA_KERBEROS/krb5.conf"} \
     ${KAFKA_OAUTH_JWKS_URL:+-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="$KAFKA_OAUTH_JWKS_URL"} \
     $KAFKA_JVM_OPTS -cp "$LIBS/*" kafka.Kafka "$PROPS" \

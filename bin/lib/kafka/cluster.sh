@@ -125,12 +125,14 @@ cmd_cluster_start() {
 }
 
 cmd_cluster_stop() {
-  local n pid pids=()
+  local n pid pids=() ran=()
   lock "$CLUSTER_LOCK"
   # All at once: stopped one by one, the last node would wait for a controller quorum that is gone.
   for n in "${NODES[@]}"; do
     cluster_node "$n"
+    ran[n]=""
     if pid="$(broker_pid)"; then
+      ran[n]="$(running_version "$pid")"
       kill -TERM "$pid" 2>/dev/null || true
       pids+=("$pid")
     fi
@@ -140,6 +142,7 @@ cmd_cluster_stop() {
   wait_exit "${pids[@]}"
   for n in "${NODES[@]}"; do
     cluster_node "$n"
+    stopped_cleanly "${ran[n]}" # one KILL among them: none kept
     rm -f "$PIDFILE"
     rm -rf "$DATA"
   done
@@ -182,14 +185,16 @@ cmd_cluster_kill() { # SIGKILL: no controlled shutdown, no flush; what a crash l
 }
 
 cmd_cluster_restart() {
-  local t0=$SECONDS pid
+  local t0=$SECONDS pid ran
   cluster_node "${1:-}"
   need_java
   lock "$CLUSTER_LOCK"
   if pid="$(broker_pid)"; then
     say "node $NODE: stopping pid $pid"
+    ran="$(running_version "$pid")"
     kill -TERM "$pid" 2>/dev/null || true
     wait_exit "$pid"
+    stopped_cleanly "$ran"
   fi
   [[ -f "$DATA/meta.properties" ]] || die "node $NODE has no data (bin/kafka cluster start formats all nodes)"
   cluster_launch "$NODE" "$(cluster_id)"

@@ -41,8 +41,9 @@ need_java() {
   command -v java >/dev/null 2>&1 || die "java not found (run bin/setup, or apt-get install openjdk-17-jre-headless)"
 }
 
-wait_exit() { # wait_exit PID...: each one gone within 30s of a TERM, or KILLed
+wait_exit() { # wait_exit PID...: each one gone within 30s of a TERM, or KILLed (then KILLED=1)
   local pid i
+  KILLED=0
   for pid in "$@"; do
     for ((i = 0; i < 150; i++)); do
       kill -0 "$pid" 2>/dev/null || break
@@ -50,6 +51,7 @@ wait_exit() { # wait_exit PID...: each one gone within 30s of a TERM, or KILLed
     done
     if kill -0 "$pid" 2>/dev/null; then
       err "pid $pid still alive after 30s, sending KILL"
+      KILLED=1
       kill -KILL "$pid" 2>/dev/null || true
       for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     fi

@@ -122,7 +122,7 @@ cmd_start() {
 
 # --------------------------------------------------------------------------------------- stop
 cmd_stop() {
-  local pid
+  local pid ran
   lock "$DIR/.lock"
   if ! pid="$(broker_pid)"; then
     rm -f "$PIDFILE"
@@ -131,8 +131,10 @@ cmd_stop() {
     return 0
   fi
   say "stopping pid $pid"
+  ran="$(running_version "$pid")"
   kill -TERM "$pid" 2>/dev/null || true
   wait_exit "$pid"
+  stopped_cleanly "$ran"
   rm -f "$PIDFILE"
   rm -rf "$DATA"
   say "stopped (data removed)"
