@@ -4,7 +4,7 @@ require "open3"
 
 # A single broker of a spec's own (bin/kafka on ports 9192-9197 by default, data under
 # tmp/kafka/9192), for specs that stop or kill the broker under a client: the
-# shared one on 9092 must stay up for everyone else. Started in about 10-15 s.
+# shared one on 9092 must stay up for everyone else. Started in about 6-10 s.
 # SLUICE_OWN_BROKER_PORT moves it (bin/test runs the :fd and :thread runs of these
 # specs side by side, the second on 9292-9297).
 module OwnBroker

@@ -60,7 +60,7 @@ RSpec.describe "Consumer close with the broker gone", :kafka, :own_broker, timeo
   # the next example started took 40-50 s instead of 10 beside them. The system's 2.0.2 lacks the patch.
   spins = ENV["SLUICE_USE_SYSTEM_LIBRDKAFKA"] == "1"
 
-  # (A broker start is 10-15 s: one example per way to go, several consumers and one.)
+  # (A broker start is 6-10 s: one example per way to go, several consumers and one.)
   [["stopped (SIGTERM)", "TERM", 3], ["killed (SIGKILL)", "KILL", 1]].each do |how, signal, count|
     it "closes #{count} consumer(s) within timeout + 0.5 s when the broker was #{how}, and their teardown does not spin" do
       consumers, readers = members_reading(count)
