@@ -156,34 +156,37 @@ RSpec.describe "Transactions and idempotence", :kafka, timeout: 120 do
   let(:topic) { "sluice-spec-txn" }
   let(:producer) { build_producer(kafka: { "transactional.id": "sluice-spec-#{SecureRandom.hex(4)}" }) }
 
-  def committed_payloads(from_offset, count)
-    consume(topic, 0, from_offset, count, isolation: "read_committed").map { |m| m[:payload] }
+  # This example's committed payloads from offset on: the topic is shared with transaction_edges_spec.rb,
+  # which another process of a split run (bin/rspec-parallel) may write to at the same time.
+  def committed_payloads(from_offset, id)
+    committed_since(topic, from_offset).select { |payload| payload.end_with?("-#{id}") }
   end
 
   it "commits on normal exit, aborts on error (re-raised) and on AbortTransaction (quietly)" do
-    first = producer.transaction { producer.produce_sync(topic: topic, payload: "committed-1") }
+    id = SecureRandom.hex(4)
+    first = producer.transaction { producer.produce_sync(topic: topic, payload: "committed-1-#{id}") }
     # Aborts wait for the delivery first: aborting while librdkafka still registers the
     # partition with the coordinator can fail with INVALID_TXN_STATE (librdkafka issue 4849).
     expect do
       producer.transaction do
-        producer.produce_sync(topic: topic, payload: "aborted-1")
+        producer.produce_sync(topic: topic, payload: "aborted-1-#{id}")
         raise ArgumentError, "no"
       end
     end
       .to raise_error(ArgumentError, "no")
     quiet = producer.transaction do
-      producer.produce_sync(topic: topic, payload: "aborted-2")
+      producer.produce_sync(topic: topic, payload: "aborted-2-#{id}")
       raise Sluice::AbortTransaction
     end
     value = producer.transaction do
-      producer.transaction { producer.produce_async(topic: topic, payload: "nested") } # joins the outer one
-      producer.produce_async(topic: topic, payload: "committed-2")
+      producer.transaction { producer.produce_async(topic: topic, payload: "nested-#{id}") } # joins the outer one
+      producer.produce_async(topic: topic, payload: "committed-2-#{id}")
       :block_value
     end
 
     expect(quiet).to be_nil
     expect(value).to eq(:block_value)
-    expect(committed_payloads(first.offset, 3)).to eq(%w[committed-1 nested committed-2])
+    expect(committed_payloads(first.offset, id)).to eq(%W[committed-1-#{id} nested-#{id} committed-2-#{id}])
   end
 
   it "refuses #transaction on a producer without transactional.id" do
