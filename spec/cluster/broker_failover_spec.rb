@@ -6,7 +6,7 @@ require "set"
 # Brokers crash under a producer: nodes of the three-node cluster (bin/kafka
 # cluster: replication factor 3, min.insync.replicas=2) are SIGKILLed and
 # restarted while messages are in flight, and every message is read back.
-# Needs the cluster and about a minute and a half per polling mode, so it runs
+# Needs the cluster and about a minute and a half (in :fd mode), so it runs
 # when asked: bin/test-cluster (SLUICE_CLUSTER_SPECS=1). The cluster is started
 # here if it is not running (and then stopped again).
 #

@@ -31,7 +31,7 @@ RSpec.describe "A consumer cut off its group coordinator for longer than its ses
     raise "#{what}: not within #{seconds}s" unless yield
   end
 
-  it "loses its assignment without a commit and names the partitions left behind (consumer.offsets_left_behind, lost: true)" do
+  it "loses its assignment without a commit and names the partitions left behind (consumer.offsets_left_behind, lost: true)", :polling do
     topic = TestCluster.create_topics(["sluice-coordinator-loss-#{SecureRandom.hex(4)}"], 3).first
     producer = build_producer(kafka: { "bootstrap.servers": TestCluster::DIRECT })
     count.times { |i| producer.produce_async(topic: topic, partition: i % 3, payload: "m#{i}") }

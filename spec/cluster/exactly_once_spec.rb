@@ -17,7 +17,7 @@ require_relative "exactly_once_workers"
 # another node when that is the same one). Then the group's committed offsets
 # must reach the input's end within a bound, and the output, read with
 # read_committed directly from the nodes, must hold every input exactly once
-# and nothing else. About a minute and a half per polling mode.
+# and nothing else. About a minute and a half (in :fd mode).
 #
 # What it caught: with librdkafka 2.14.2 as released, a SIGKILLed node that
 # was the group's coordinator stays in the producer's coordinator cache once

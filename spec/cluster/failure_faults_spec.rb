@@ -43,7 +43,7 @@ RSpec.describe "Failure policies under faults", :cluster, timeout: 240 do
     end
   end
 
-  it "leaves every input processed or dead-lettered with its origin while a member and a node are SIGKILLed (1% permanent, 5% transient)" do
+  it "leaves every input processed or dead-lettered with its origin while a member and a node are SIGKILLed (1% permanent, 5% transient)", :polling do
     tag = "#{@tag}-#{TestKafka::MODE}"
     group = "sluice-failure-faults-#{tag}"
     inputs = Array.new(messages) { |i| "#{tag}:k#{i % keys}:#{i / keys}" }

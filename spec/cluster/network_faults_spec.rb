@@ -129,7 +129,7 @@ RSpec.describe "Network faults", :cluster, timeout: 240 do
       group&.kill
     end
 
-    it "#{name}: flush, close and commit started during the fault return within their timeouts, every message reported" do
+    it "#{name}: flush, close and commit started during the fault return within their timeouts, every message reported", :polling do
       topic = @topics.fetch(name).last
       fault = build.call(TestCluster.leader(topic, 0))
       producer, = faulted_producer("enable.idempotence": true)
