@@ -97,7 +97,7 @@ module TestCluster
     def restart(node) = cluster("restart", node.to_s)
 
     # @return [Hash{Integer => Integer}] partition => leading node id (-1: none), asked directly through the
-    # Admin API (a JVM's kafka-topics took seconds of a core each time, kills polled it)
+    # Admin API, not a JVM's kafka-topics started for each call (#kill asks every 0.2 s)
     def leaders(topic)
       with_admin { |admin| admin.describe_topic(topic)[:partitions].to_h { |p| [p[:partition], p[:leader]] } }
     end
