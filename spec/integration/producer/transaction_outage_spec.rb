@@ -54,6 +54,8 @@ RSpec.describe "Transactions when the broker stops answering", :kafka, :own_brok
       rescue Sluice::Errors::TransactionError => e
         error = e
       end
+      raise "the transaction ended before the broker was gone: #{error.inspect}" unless gone_at
+
       took = now - gone_at
       closing = seconds { producer.close(timeout: wait_ms) }
       RSpec.configuration.reporter.message("    broker #{how} (#{TestKafka::MODE}): gone #{exiting.round(2)} s after SIG#{signal}, " \
