@@ -102,7 +102,9 @@ module SluiceNativeGem
   def package(extensions, platform)
     binaries = extensions.to_h { |minor, extension| ["lib/sluice/#{minor}/#{File.basename(extension)}", extension] }
     spec = platform_spec(extensions.keys, binaries.keys, platform)
-    stage = File.join(ROOT, "tmp", "native", "stage")
+    # One per platform: .ci/run may cross-build the aarch64 gem in the background while the gems step
+    # packages this machine's.
+    stage = File.join(ROOT, "tmp", "native", platform.name, "stage")
     FileUtils.rm_rf(stage)
     spec.files.each do |file|
       FileUtils.mkdir_p(File.join(stage, File.dirname(file)))
